@@ -1,0 +1,1 @@
+"""Grader for the course pack: hidden pytest tests run against learner code in a sandbox."""

@@ -1,0 +1,72 @@
+"""Instructor tool: regenerate release/ (with nbgrader) and solutions/ (executed) from source/."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbgrader.preprocessors import ClearHiddenTests
+
+from autograder.course import ASSIGNMENTS, ROOT
+
+_SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.M)
+
+
+def tool_env() -> dict[str, str]:
+    """Environment in which nbgrader finds its helpers (it runs `alembic` from PATH)."""
+    bin_dir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+
+
+def generate_release(assignment: str, root: Path = ROOT) -> Path:
+    """Run `nbgrader generate_assignment` for one assignment inside the course at `root`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(
+            [sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force",
+             f"--db=sqlite:///{tmp}/gradebook.db", "--log-level=WARN"],
+            cwd=root, check=True, env=tool_env())
+    return root / "release" / assignment
+
+
+def solution_notebook(source: Path) -> nbformat.NotebookNode:
+    """The source notebook as a worked solution: answers kept, hidden tests and grading cells removed."""
+    nb = nbformat.read(source, as_version=4)
+    nb, _ = ClearHiddenTests().preprocess(nb, {})
+    cells = []
+    for cell in nb.cells:
+        meta = cell.metadata.pop("nbgrader", {})
+        if meta.get("grade") and not meta.get("solution"):
+            continue  # a hidden-test cell: empty once the hidden tests are cleared
+        cell.source = _SOLUTION_MARKER.sub("", cell.source)
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 120) -> nbformat.NotebookNode:
+    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(cwd)}}).execute()
+    return nb
+
+
+def build_solutions(assignment: str, root: Path = ROOT) -> Path:
+    a = ASSIGNMENTS[assignment]
+    out = root / "solutions" / assignment / a.notebook
+    out.parent.mkdir(parents=True, exist_ok=True)
+    nb = execute(solution_notebook(root / "source" / assignment / a.notebook), out.parent)
+    nbformat.write(nb, out)
+    return out
+
+
+def build(assignments: list[str]) -> int:
+    chosen = assignments or [a for a in ASSIGNMENTS if ASSIGNMENTS[a].source.is_file()]
+    for assignment in chosen:
+        print(f"{assignment}: release ->", generate_release(assignment).relative_to(ROOT))
+        print(f"{assignment}: solutions ->", build_solutions(assignment).relative_to(ROOT))
+    return 0

@@ -1,0 +1,94 @@
+"""Compare a learner's value with PyTorch's and say, in plain words, what differs.
+
+The order of checks is the order a learner should fix things in:
+type, then shape, then dtype, then values; when a wrong value equals a known
+mistake (W instead of Wᵀ, a dropped factor 2, ...) the message names it.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import torch
+
+from autograder.wire import Unsupported
+
+__all__ = ["GradingFailure", "expect_tensor", "expect_equal", "fail"]
+
+TOLERANCE = {torch.float64: (1e-7, 1e-9), torch.float32: (1e-4, 1e-5),
+             torch.float16: (1e-2, 1e-3), torch.bfloat16: (2e-2, 1e-2)}
+"""dtype -> (rtol, atol): loose enough for a different summation order."""
+
+
+class GradingFailure(AssertionError):
+    """A check failed; the message is written for the learner."""
+
+
+def fail(message: str) -> None:
+    __tracebackhide__ = True
+    raise GradingFailure(message)
+
+
+def _shape(t) -> str:
+    return "(" + ", ".join(str(s) for s in t.shape) + (",)" if len(t.shape) == 1 else ")")
+
+
+def _close(got: torch.Tensor, expected: torch.Tensor) -> bool:
+    if got.shape != expected.shape:
+        return False
+    rtol, atol = TOLERANCE.get(expected.dtype, (0.0, 0.0))
+    return bool(torch.allclose(got.double(), expected.double(), rtol=rtol, atol=atol,
+                               equal_nan=True))
+
+
+def expect_tensor(got, expected: torch.Tensor, what: str, *,
+                  mistakes: Mapping[str, Callable[[], torch.Tensor]] | None = None,
+                  check_dtype: bool = True) -> None:
+    """Fail unless `got` is a tensor equal to `expected` (shape, dtype, values).
+
+    `what` names the value for the learner ("linear_forward(x, W, b)").
+    `mistakes` maps a hint to a function computing what that mistake would
+    return; the first one that matches `got` is added to the message.
+    """
+    __tracebackhide__ = True
+    if isinstance(got, Unsupported) or not isinstance(got, torch.Tensor):
+        kind = got.type_name if isinstance(got, Unsupported) else type(got).__name__
+        fail(f"{what} returned a {kind}; expected a torch.Tensor of shape {_shape(expected)}.")
+    hint = _diagnose(got, mistakes)
+    if got.shape != expected.shape:
+        fail(f"{what} has shape {_shape(got)}; expected {_shape(expected)}.{hint}")
+    if got.dtype == torch.bool and expected.dtype != torch.bool:
+        fail(f"{what} has dtype torch.bool; expected {expected.dtype}. Comparisons like "
+             f"`z > 0` give booleans: convert with `.to(z.dtype)`.{hint}")
+    if check_dtype and got.dtype != expected.dtype:
+        fail(f"{what} has dtype {got.dtype}; expected {expected.dtype} (the dtype of the "
+             f"inputs).{hint}")
+    if _close(got, expected):
+        return
+    diff = (got.double() - expected.double()).abs()
+    diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
+    index = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape)) \
+        if diff.dim() else ()
+    where = f" at index {index}" if index else ""
+    rtol, atol = TOLERANCE.get(expected.dtype, (0.0, 0.0))
+    fail(f"{what} has the right shape but wrong values: largest difference "
+         f"{diff.max().item():.3g}{where} (expected {expected[index].item():.6g}, "
+         f"got {got[index].item():.6g}; tolerance rtol={rtol:g}, atol={atol:g}).{hint}")
+
+
+def _diagnose(got: torch.Tensor, mistakes) -> str:
+    for hint, wrong in (mistakes or {}).items():
+        try:
+            candidate = wrong()
+        except Exception:  # a mistake that cannot even be computed is not this one
+            continue
+        if isinstance(candidate, torch.Tensor) and _close(got.to(candidate.dtype), candidate):
+            return f"\nHint: {hint}"
+    return ""
+
+
+def expect_equal(got, expected, what: str, hint: str = "") -> None:
+    """Fail unless `got == expected` for plain Python values."""
+    __tracebackhide__ = True
+    if got != expected:
+        fail(f"{what}: expected {expected!r}, got {got!r}.{' Hint: ' + hint if hint else ''}")

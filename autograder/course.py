@@ -1,0 +1,87 @@
+"""The course's assignments: ids, notebook files and graded functions (CONTRACT.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Every spelling of a built-in matrix product, after `base_name` strips the namespace.
+MATRIX_PRODUCTS = frozenset({
+    "matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "einsum", "tensordot", "addmm",
+    "inner", "dot", "vdot", "linear", "mv", "addmv", "baddbmm", "addbmm", "chain_matmul",
+    "multi_dot", "vecdot", "bilinear",
+})
+AUTOGRAD = frozenset({"backward", "grad", "vjp", "jacobian", "jvp"})
+ACTIVATIONS = frozenset({
+    "relu", "relu_", "relu6", "threshold", "sigmoid", "sigmoid_", "logsigmoid", "expit",
+    "hardtanh", "leaky_relu", "elu", "gelu", "silu",
+})
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """One nbgrader assignment: a folder with one notebook."""
+
+    id: str
+    notebook: str
+    functions: tuple[str, ...]
+    banned: dict[str, frozenset[str]] = field(default_factory=dict)
+    """function -> base names of torch functions it may not call."""
+    in_place: frozenset[str] = frozenset()
+    """functions that are meant to modify their arguments."""
+    banned_reason: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def source(self) -> Path:
+        return ROOT / "source" / self.id / self.notebook
+
+
+def _all(functions, names):
+    return {f: frozenset(names) for f in functions}
+
+
+ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
+    Assignment(
+        "01_linear_algebra", "linear_algebra.ipynb", ("matmul", "linear_forward"),
+        banned=_all(("matmul", "linear_forward"), MATRIX_PRODUCTS),
+        banned_reason=_all(("matmul", "linear_forward"),
+                           ["build the product from elementwise products and sums"]),
+    ),
+    Assignment(
+        "02_activation_functions", "activation_functions.ipynb",
+        ("relu", "relu_derivative", "sigmoid", "sigmoid_derivative", "collapse_linear"),
+        banned=_all(("relu", "relu_derivative", "sigmoid", "sigmoid_derivative", "collapse_linear"),
+                    AUTOGRAD | ACTIVATIONS),
+    ),
+    Assignment(
+        "03_chain_rule", "chain_rule.ipynb",
+        ("mse_loss", "mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
+        banned=_all(("mse_loss", "mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
+                    AUTOGRAD),
+    ),
+    Assignment(
+        "04_computational_graph", "computational_graph.ipynb",
+        ("graph_nodes", "leaf_tensors", "hidden_grad"),
+    ),
+    Assignment(
+        "05_gradient_descent", "gradient_descent.ipynb", ("sgd_step", "sgd_momentum_update"),
+        in_place=frozenset({"sgd_step"}),
+    ),
+    Assignment(
+        "06_putting_it_together", "putting_it_together.ipynb", ("train_mlp", "layer_grad_norms"),
+        banned={"train_mlp": AUTOGRAD},
+    ),
+]}
+
+
+def base_name(qualified: str) -> str:
+    """`torch.Tensor.__matmul__` -> `__matmul__`; `torch.nn.functional.linear` -> `linear`."""
+    name = qualified.rsplit(".", 1)[-1]
+    return name
+
+
+def graded_functions() -> dict[str, str]:
+    """function name -> assignment id."""
+    return {f: a.id for a in ASSIGNMENTS.values() for f in a.functions}

@@ -1,0 +1,116 @@
+"""pytest plugin: parametrise hidden tests over submissions and collect scored results."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from autograder.notebook import Submission
+from autograder.sandbox import Sandbox
+from autograder.student import Student
+
+TESTS = Path(__file__).parent / "tests"
+
+
+class AuthoringError(Exception):
+    """A hidden test is broken (not the learner's fault); the message names it."""
+
+
+@dataclass
+class TestResult:
+    """One hidden test's outcome for one submission."""
+
+    function: str
+    """The graded function (or written-answer cell id) the test checks."""
+    name: str
+    """"function: what is checked", as shown to the learner."""
+    max_score: float
+    score: float
+    output: str
+    """The learner-facing message ("" when passed)."""
+    visible: bool
+    """True when the test mirrors a check the learner can see in the notebook."""
+
+    @property
+    def passed(self) -> bool:
+        return self.score == self.max_score
+
+
+def _marker(item) -> tuple[str, float, bool]:
+    mark = item.get_closest_marker("graded")
+    if mark is None or not mark.args:
+        raise AuthoringError(f"{item.nodeid}: hidden test without @pytest.mark.graded(function, points=...)")
+    return mark.args[0], float(mark.kwargs.get("points", 1)), bool(mark.kwargs.get("visible", False))
+
+
+class GraderPlugin:
+    def __init__(self, submissions: list[Submission], only: set[str] | None = None):
+        self.submissions = submissions
+        self.only = only
+        self.results: dict[str, list[TestResult]] = {s.key: [] for s in submissions}
+        self.internal_errors: list[str] = []
+
+    def pytest_configure(self, config):
+        config.addinivalue_line("markers", "graded(function, points=1, visible=False): a scored hidden test")
+
+    def pytest_generate_tests(self, metafunc):
+        if "student" in metafunc.fixturenames:
+            assignment = getattr(metafunc.module, "ASSIGNMENT", None)
+            subs = [s for s in self.submissions if s.assignment.id == assignment]
+            metafunc.parametrize("student", subs, ids=[s.key for s in subs], indirect=True,
+                                 scope="module")
+
+    def pytest_collection_modifyitems(self, config, items):
+        keep = []
+        for item in items:
+            function = _marker(item)[0]
+            if self.only is None or function in self.only:
+                keep.append(item)
+        items[:] = keep
+
+    @pytest.fixture(scope="module")
+    def student(self, request):
+        with Sandbox(list(request.param.cells)) as sandbox:
+            yield Student(request.param, sandbox, getattr(request.module, "REFERENCES", None))
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
+            self._record(item, call, report)
+
+    def _record(self, item, call, report):
+        function, points, visible = _marker(item)
+        submission = item.callspec.params["student"]
+        doc = (item.function.__doc__ or item.name).strip().splitlines()[0]
+        message = ""
+        if report.outcome != "passed":
+            error = call.excinfo.value if call.excinfo else None
+            if isinstance(error, (AssertionError, pytest.fail.Exception)):
+                message = str(getattr(error, "msg", None) or error)
+            else:
+                message = ("The grader could not check this (internal error); your instructor "
+                           "has been told.")
+                self.internal_errors.append(f"{item.nodeid}: {call.excinfo.exconly() if call.excinfo else report.outcome}")
+        self.results[submission.key].append(TestResult(
+            function, f"{function}: {doc}", points, points if report.outcome == "passed" else 0.0,
+            message, visible))
+
+
+def run_tests(submissions: list[Submission], only: set[str] | None = None) -> GraderPlugin:
+    """Run the hidden tests of each submission's assignment; results are in `.results`."""
+    if not submissions:
+        return GraderPlugin([])
+    plugin = GraderPlugin(submissions, only)
+    modules = sorted({str(TESTS / f"test_{s.assignment.id}.py") for s in submissions})
+    args = ["-p", "no:cacheprovider", "-p", "no:terminal", "-c", os.devnull,
+            "--rootdir", str(TESTS), "-W", "ignore", *modules]
+    code = pytest.main(args, plugins=[plugin])
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        raise AuthoringError(f"hidden tests in {', '.join(modules)} did not run "
+                             f"(pytest exit code {int(code)}); run pytest on them to see why")
+    return plugin

@@ -1,0 +1,115 @@
+"""The `student` object hidden tests receive: the learner's functions, called in the sandbox."""
+
+from __future__ import annotations
+
+import torch
+
+from autograder.compare import fail
+from autograder.course import MATRIX_PRODUCTS, base_name
+from autograder.notebook import Submission
+from autograder.sandbox import Reply, Sandbox
+from autograder.wire import Recipe
+
+_BANNED_SPELLING = {"__matmul__": "`@`", "matmul": "`@` / torch.matmul", "linear": "F.linear / nn.Linear",
+                    "grad": "torch.autograd.grad", "backward": ".backward()"}
+
+
+def describe(value) -> str:
+    """Short description of an argument for messages: shape and dtype of tensors."""
+    if isinstance(value, torch.Tensor):
+        shape = "(" + ", ".join(map(str, value.shape)) + ("," if value.dim() == 1 else "") + ")"
+        return f"{shape} {str(value.dtype).removeprefix('torch.')}"
+    if isinstance(value, Recipe):
+        return value.name
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
+        return f"[{len(value)} tensors]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(value) + "}"
+    return repr(value)
+
+
+class Student:
+    """Calls the learner's functions; `student.matmul(A, B)` returns their result or fails the test."""
+
+    def __init__(self, submission: Submission, sandbox: Sandbox,
+                 references: dict[str, str] | None = None):
+        self.submission = submission
+        self.assignment = submission.assignment
+        self.sandbox = sandbox
+        self.references = references or {}
+        """Trusted source of graded functions that others may call (matmul for linear_forward)."""
+
+    def call(self, name: str, *args, **kwargs) -> Reply:
+        """Raw call: a `Reply` whatever happened (for tests of exceptions and in-place work)."""
+        others = {k: v for k, v in self.references.items() if k != name}
+        return self.sandbox.call(name, args, kwargs, references=others)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_") or name not in self.assignment.functions:
+            raise AttributeError(name)
+
+        def proxy(*args, **kwargs):
+            __tracebackhide__ = True
+            return self.result(name, self.call(name, *args, **kwargs), args, kwargs)
+        return proxy
+
+    def signature(self, name: str, args=(), kwargs=None) -> str:
+        parts = [describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in (kwargs or {}).items()]
+        return f"{name}({', '.join(parts)})"
+
+    def result(self, name: str, reply: Reply, args=(), kwargs=None, hint: str = ""):
+        """The returned value, after failing the test for anything but a clean, allowed call.
+
+        `hint` is added when the call raised: what this test's input has that is special.
+        """
+        __tracebackhide__ = True
+        call = self.signature(name, args, kwargs)
+        if reply.status == "missing":
+            errors = self.sandbox.load_report.errors if self.sandbox.load_report else []
+            why = f" Running your answer cells raised: {errors[0]}" if errors else ""
+            fail(f"{name} is not defined. Keep the `def {name}(...)` line in its answer cell "
+                 f"and make sure the cell runs.{why}")
+        if reply.status == "timeout":
+            fail(f"{call} did not finish in time ({reply.detail}): an endless loop, or far too "
+                 "slow; write it with tensor operations.")
+        if reply.status == "crashed":
+            fail(f"{call} crashed the Python process running it ({reply.detail}).")
+        if reply.status == "exception":
+            exc = reply.exception
+            if exc.is_a("NotImplementedError"):
+                fail(f"{name} is not written yet: it still raises NotImplementedError.")
+            if exc.is_a("SystemExit"):
+                fail(f"{call} called exit() / sys.exit(): return the result instead.")
+            if exc.is_a("MemoryError") or "can't allocate memory" in exc.message:
+                fail(f"{call} ran out of memory: it tried to allocate far more than the inputs need.")
+            where = f"\n{exc.where.rstrip()}" if exc.where else ""
+            fail(f"{call} raised {exc.type}: {exc.message}{where}{chr(10) + 'Hint: ' + hint if hint else ''}")
+        banned = self.assignment.banned.get(name, frozenset())
+        used = sorted({base_name(u) for u in reply.used} & banned)
+        if used:
+            names = ", ".join(_BANNED_SPELLING.get(u, f"torch {u}") for u in used)
+            reason = self.assignment.banned_reason.get(name, "")
+            if not reason:
+                reason = ("build the product from elementwise products and sums"
+                          if set(used) & MATRIX_PRODUCTS else "write the formula yourself")
+            fail(f"{call} uses {names}, which this exercise does not allow: {reason}.")
+        if reply.mutated and name not in self.assignment.in_place:
+            fail(f"{call} changed its input{'s' if len(reply.mutated) > 1 else ''} "
+                 f"{', '.join(reply.mutated)} in place. Leave inputs untouched: build new tensors "
+                 "(e.g. `z.clone()`, or out-of-place operations such as `a + b`).")
+        return reply.value
+
+    def expect_raises(self, name: str, exception: str, *args, why: str = "") -> None:
+        """Fail unless the learner's function raises `exception` (or a subclass) for these args."""
+        __tracebackhide__ = True
+        reply = self.call(name, *args)
+        if reply.status == "exception" and reply.exception.is_a(exception):
+            return
+        call = self.signature(name, args)
+        if reply.status == "ok":
+            fail(f"{call} should raise {exception}{' (' + why + ')' if why else ''}, but it "
+                 "returned a value.")
+        if reply.status == "exception" and not reply.exception.is_a("NotImplementedError"):
+            fail(f"{call} should raise {exception}{' (' + why + ')' if why else ''}; it raised "
+                 f"{reply.exception.type}: {reply.exception.message}")
+        self.result(name, reply, args)

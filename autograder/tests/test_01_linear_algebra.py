@@ -1,0 +1,142 @@
+"""Hidden tests: 01_linear_algebra (what nn.Linear computes)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from autograder.compare import expect_tensor
+from autograder.tests.data import rand
+
+ASSIGNMENT = "01_linear_algebra"
+graded = pytest.mark.graded
+
+F32, F64 = torch.float32, torch.float64
+
+# linear_forward is graded with this matmul standing in for the learner's, so that
+# a broken matmul costs only matmul's points.
+REFERENCES = {"matmul": """
+def matmul(A, B):
+    if A.dim() != 2 or B.dim() != 2 or A.shape[1] != B.shape[0]:
+        raise ValueError(f"matmul: cannot multiply {tuple(A.shape)} by {tuple(B.shape)}")
+    return (A[:, :, None] * B[None, :, :]).sum(dim=1)
+"""}
+
+
+def _matmul_mistakes(A, B):
+    return {
+        "the result is transposed: entry (i, j) is row i of A times column j of B.":
+            lambda: (A @ B).T,
+        "A and B are swapped: matmul(A, B) is A times B, not B times A.": lambda: B @ A,
+        "new tensors default to float32: create them with dtype=A.dtype.": lambda: (A @ B).float(),
+    }
+
+
+@graded("matmul", points=1, visible=True)
+def test_matmul_small(student):
+    """a 2x3 times 3x2 product matches torch"""
+    A = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    B = torch.tensor([[1.0, -1.0], [0.0, 2.0], [0.5, 0.0]])
+    expect_tensor(student.matmul(A, B), A @ B, "matmul(A, B)", mistakes=_matmul_mistakes(A, B))
+
+
+@graded("matmul", points=1)
+def test_matmul_shapes(student):
+    """non-square shapes, a single row and an inner size of 1 match torch"""
+    for n, k, m in [(5, 3, 7), (1, 4, 6), (8, 1, 2)]:
+        A, B = rand(n, k, seed=n * 100 + k), rand(k, m, seed=k * 100 + m)
+        expect_tensor(student.matmul(A, B), A @ B, f"matmul(A, B) with A {n}x{k}, B {k}x{m}",
+                      mistakes=_matmul_mistakes(A, B))
+
+
+@graded("matmul", points=1)
+def test_matmul_float64(student):
+    """float64 inputs give a float64 result, as precise as torch's"""
+    A, B = rand(6, 4, seed=1, dtype=F64), rand(4, 3, seed=2, dtype=F64)
+    expect_tensor(student.matmul(A, B), A @ B, "matmul(A, B)", mistakes=_matmul_mistakes(A, B))
+
+
+@graded("matmul", points=1, visible=True)
+def test_matmul_rejects_inner_mismatch(student):
+    """raises ValueError when the inner sizes differ"""
+    student.expect_raises("matmul", "ValueError", rand(2, 3, seed=3), rand(4, 2, seed=4),
+                          why="A has 3 columns but B has 4 rows")
+
+
+@graded("matmul", points=1)
+def test_matmul_rejects_non_matrix(student):
+    """raises ValueError when an argument is not 2-D"""
+    student.expect_raises("matmul", "ValueError", rand(3, seed=5), rand(3, 2, seed=6),
+                          why="A is 1-D")
+    student.expect_raises("matmul", "ValueError", rand(2, 3, seed=7), rand(2, 3, 2, seed=8),
+                          why="B is 3-D")
+
+
+def _linear_mistakes(x, W, b):
+    mistakes = {
+        "multiply by W transposed: nn.Linear stores the weight as (out_features, in_features), "
+        "so y = x Wᵀ + b.": lambda: x @ W + (0 if b is None else b),
+        "the bias is missing: add b to every row.": lambda: x @ W.T,
+        "the bias was added as a column (shape (out, 1)); it should be a row that broadcasts "
+        "over the batch: y[n, j] = ... + b[j].": lambda: x @ W.T + b[:, None],
+        "a 1-D input of shape (in,) must give a 1-D output of shape (out,), as nn.Linear does.":
+            lambda: F.linear(x.unsqueeze(0), W, b),
+        "new tensors default to float32: create them with dtype=x.dtype.":
+            lambda: F.linear(x, W, b).float(),
+    }
+    return mistakes
+
+
+def _check_linear(student, x, W, b):
+    expected = F.linear(x, W, b)
+    reply = student.call("linear_forward", x, W, b)
+    got = student.result("linear_forward", reply, (x, W, b),
+                         hint="b may be None (a layer without bias)." if b is None else
+                         "x may be 1-D (a single sample)." if x.dim() == 1 else "")
+    expect_tensor(got, expected, student.signature("linear_forward", (x, W, b)),
+                  mistakes=_linear_mistakes(x, W, b))
+
+
+@graded("linear_forward", points=1, visible=True)
+def test_linear_batch(student):
+    """batch input matches nn.Linear"""
+    layer = torch.nn.Linear(4, 3)
+    with torch.no_grad():
+        layer.weight.copy_(rand(3, 4, seed=10))
+        layer.bias.copy_(rand(3, seed=11))
+    x = rand(5, 4, seed=12)
+    expected = layer(x).detach()
+    W, b = layer.weight.detach(), layer.bias.detach()
+    got = student.linear_forward(x, W, b)
+    expect_tensor(got, expected, "linear_forward(x, W, b)", mistakes=_linear_mistakes(x, W, b))
+
+
+@graded("linear_forward", points=1)
+def test_linear_square_weight(student):
+    """square W (in == out): W must still be transposed"""
+    _check_linear(student, rand(6, 5, seed=20), rand(5, 5, seed=21), rand(5, seed=22))
+
+
+@graded("linear_forward", points=1)
+def test_linear_batch_equals_out(student):
+    """batch size equal to out_features: the bias broadcasts over rows"""
+    _check_linear(student, rand(3, 7, seed=30), rand(3, 7, seed=31), rand(3, seed=32))
+
+
+@graded("linear_forward", points=1, visible=True)
+def test_linear_1d_input(student):
+    """a 1-D input gives a 1-D output"""
+    _check_linear(student, rand(4, seed=40), rand(2, 4, seed=41), rand(2, seed=42))
+
+
+@graded("linear_forward", points=1)
+def test_linear_no_bias(student):
+    """b=None gives x Wᵀ"""
+    _check_linear(student, rand(4, 3, seed=50), rand(6, 3, seed=51), None)
+    _check_linear(student, rand(3, seed=52), rand(2, 3, seed=53), None)
+
+
+@graded("linear_forward", points=1)
+def test_linear_float64(student):
+    """float64 layer and input give a float64 result"""
+    _check_linear(student, rand(9, 2, seed=60, dtype=F64), rand(5, 2, seed=61, dtype=F64),
+                  rand(5, seed=62, dtype=F64))

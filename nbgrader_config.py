@@ -1,0 +1,7 @@
+# nbgrader settings for this course; everything else is nbgrader's default.
+c = get_config()  # noqa: F821 - provided by nbgrader
+
+c.CourseDirectory.course_id = "pytorch-training-loop-math"
+
+# A hidden-test cell starts a fresh grader process (torch import, sandbox): allow it time.
+c.Execute.timeout = 120
