@@ -6,18 +6,23 @@ loaded once and every child starts from a clean, single-threaded process.
 
 from __future__ import annotations
 
+import inspect
 import os
 import resource
 import sys
 import traceback
 
+import matplotlib
 import torch
 from torch.overrides import TorchFunctionMode, resolve_name
+
+matplotlib.use("Agg")  # setup cells import pyplot; load it once here, headless
+import matplotlib.pyplot  # noqa: E402,F401
 
 from autograder import wire
 
 torch.set_num_threads(1)
-_CELL = "<answer cell {}>"
+_CELL = "<notebook cell {}>"
 
 
 class _Recorder(TorchFunctionMode):
@@ -47,7 +52,7 @@ def _limit_resources(memory_limit: int) -> None:
 
 def _exception(error: BaseException) -> dict:
     frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if f.filename.startswith("<answer cell")]
+              if f.filename.startswith("<notebook cell")]
     where = "".join(traceback.format_list(frames[-3:]))
     return {"type": type(error).__name__,
             "bases": [c.__name__ for c in type(error).__mro__],
@@ -77,7 +82,7 @@ def _run_cells(cells: list[str]) -> tuple[dict, list[str]]:
         try:
             exec(compile(source, _CELL.format(i), "exec"), namespace)
         except BaseException as error:  # noqa: BLE001 - learner code may raise anything
-            errors.append(f"answer cell {i}: {type(error).__name__}: {error}"[:500])
+            errors.append(f"{type(error).__name__}: {error}"[:500])
     return namespace, errors
 
 
@@ -94,8 +99,13 @@ def _call(namespace: dict, request: dict) -> dict:
 
     args = wire.decode(request["args"], live=True, build=build)
     kwargs = wire.decode(request["kwargs"], live=True, build=build)
-    inputs = [pt for i, a in enumerate(args) for pt in _tensors(a, f"arg{i}", [])]
-    inputs += _tensors(kwargs, "kwarg", [])
+    try:
+        params = list(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        params = []
+    labels = [params[i] if i < len(params) else f"argument {i + 1}" for i in range(len(args))]
+    inputs = [pt for label, a in zip(labels, args) for pt in _tensors(a, label, [])]
+    inputs += [pt for k, v in kwargs.items() for pt in _tensors(v, k, [])]
     before = [(p, t, t.detach().clone()) for p, t in inputs]
     origins = {id(t): p for p, t in inputs}
     for key, obj in named.items():

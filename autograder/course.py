@@ -46,8 +46,8 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
     Assignment(
         "01_linear_algebra", "linear_algebra.ipynb", ("matmul", "linear_forward"),
         banned=_all(("matmul", "linear_forward"), MATRIX_PRODUCTS),
-        banned_reason=_all(("matmul", "linear_forward"),
-                           ["build the product from elementwise products and sums"]),
+        banned_reason=dict.fromkeys(("matmul", "linear_forward"),
+                                    "build the product from elementwise products and sums"),
     ),
     Assignment(
         "02_activation_functions", "activation_functions.ipynb",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ class Submission:
     path: Path
     assignment: Assignment
     cells: tuple[str, ...]
-    """Source of the learner's answer cells, in notebook order."""
+    """The code to run: the source notebook's setup cells and the learner's answer cells."""
     student: str | None = None
 
     @property
@@ -63,9 +64,46 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
     if scores[best] == (0, 0):
         raise NotGradable(f"{path}: not a notebook of this course (no graded function found)")
     assignment = ASSIGNMENTS[best]
-    if not answers:
-        answers = [c for c in code_cells if _defined_names(c.source) & set(assignment.functions)]
-    return Submission(path, assignment, tuple(c.source for c in answers), student)
+    return Submission(path, assignment, tuple(_program(assignment, nb)), student)
+
+
+def _grade_id(cell) -> str | None:
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+@functools.lru_cache(maxsize=None)
+def _source_cells(assignment_id: str) -> tuple[tuple[str, str], ...]:
+    """(kind, text) of the source notebook's setup and answer cells, in order."""
+    nb = nbformat.read(ASSIGNMENTS[assignment_id].source, as_version=4)
+    out = []
+    for cell in nb.cells:
+        grade_id = _grade_id(cell) or ""
+        if cell.cell_type == "code" and grade_id.startswith("setup"):
+            out.append(("setup", cell.source))
+        elif _is_answer(cell):
+            out.append(("answer", grade_id))
+    return tuple(out)
+
+
+def _program(assignment: Assignment, nb) -> list[str]:
+    """The code the learner's functions run with, in notebook order.
+
+    Setup cells (imports, given helpers) come from the trusted source notebook,
+    as nbgrader's autograde restores locked cells; answer cells from the submission.
+    """
+    answers = {_grade_id(c): c.source for c in nb.cells if _is_answer(c)}
+    program = []
+    for kind, text in _source_cells(assignment.id):
+        if kind == "setup":
+            program.append(text)
+        elif text in answers:
+            program.append(answers.pop(text))
+    if not any(_is_answer(c) for c in nb.cells):
+        # nbgrader metadata lost (cells copied into a new notebook): take the cells
+        # that define graded functions.
+        program += [c.source for c in nb.cells if c.cell_type == "code"
+                    and _defined_names(c.source) & set(assignment.functions)]
+    return program
 
 
 def find_submissions(root: str | Path) -> list[tuple[str, str, Path]]:

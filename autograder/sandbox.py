@@ -56,7 +56,7 @@ class Reply:
     used: list[str] = field(default_factory=list)
     """Qualified names of the torch functions the learner's code called."""
     mutated: list[str] = field(default_factory=list)
-    """Arguments whose tensors changed during the call ("arg0", "arg1[2]", ...)."""
+    """Arguments whose tensors changed during the call, by parameter name ("W", "params[2]")."""
     args_after: Any = None
     """The arguments after the call (decoded), for functions that work in place."""
     named_after: dict = field(default_factory=dict)

@@ -1,0 +1,93 @@
+"""Sample submissions: the released notebook with answer cells filled from a scenario file.
+
+`samples/<assignment>.toml` lists students. Each gives code for some answer
+cells (the rest take the solution from source/), the score each graded
+function must get, and words the failure messages must contain. The same
+files drive the instructor demo and the grader's own tests.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from autograder.build import _SOLUTION_MARKER
+from autograder.course import ASSIGNMENTS, ROOT
+
+SAMPLES = ROOT / "samples"
+
+
+@dataclass
+class Scenario:
+    """One sample student for one assignment."""
+
+    student: str
+    assignment: str
+    about: str
+    """What this submission does wrong (or right)."""
+    code: dict[str, str]
+    """grade_id of an answer cell -> the learner's code for it."""
+    answers: str = "solution"
+    """"solution": unlisted answer cells hold the solution; "release": they stay unanswered."""
+    expect: dict[str, float] = field(default_factory=dict)
+    """graded function -> the score it must get."""
+    messages: dict[str, list[str]] = field(default_factory=dict)
+    """graded function -> phrases that must appear in its failure messages."""
+    nbgrader: bool = True
+    """False for code that kills a notebook kernel (os._exit): nbgrader cannot grade it alike."""
+
+
+def load_scenarios(assignment: str) -> list[Scenario]:
+    path = SAMPLES / f"{assignment}.toml"
+    if not path.is_file():
+        return []
+    data = tomllib.loads(path.read_text())
+    return [Scenario(student=s["student"], assignment=assignment, about=s.get("about", ""),
+                     code=s.get("code", {}), answers=s.get("answers", "solution"),
+                     expect=s.get("expect", {}),
+                     messages={k: [v] if isinstance(v, str) else v
+                               for k, v in s.get("messages", {}).items()},
+                     nbgrader=s.get("nbgrader", True))
+            for s in data["student"]]
+
+
+def _answer_id(cell) -> str | None:
+    meta = cell.metadata.get("nbgrader", {})
+    return meta.get("grade_id") if meta.get("solution") and cell.cell_type == "code" else None
+
+
+def submission_notebook(scenario: Scenario, root: Path = ROOT) -> nbformat.NotebookNode:
+    a = ASSIGNMENTS[scenario.assignment]
+    release = nbformat.read(root / "release" / a.id / a.notebook, as_version=4)
+    source = nbformat.read(root / "source" / a.id / a.notebook, as_version=4)
+    solutions = {_answer_id(c): _SOLUTION_MARKER.sub("", c.source) for c in source.cells if _answer_id(c)}
+    unknown = set(scenario.code) - set(solutions)
+    if unknown:
+        raise ValueError(f"{scenario.student}: no answer cell with grade_id {sorted(unknown)} "
+                         f"in {a.id}")
+    for cell in release.cells:
+        grade_id = _answer_id(cell)
+        if grade_id in scenario.code:
+            cell.source = scenario.code[grade_id].strip("\n")
+        elif grade_id and scenario.answers == "solution":
+            cell.source = solutions[grade_id]
+    return release
+
+
+def write_submitted(dest: Path, assignments: list[str] | None = None,
+                    only_nbgrader: bool = False) -> list[Scenario]:
+    """Write nbgrader's submitted/<student>/<assignment>/<notebook> layout; return the scenarios."""
+    written = []
+    for assignment in assignments or list(ASSIGNMENTS):
+        for scenario in load_scenarios(assignment):
+            if only_nbgrader and not scenario.nbgrader:
+                continue
+            a = ASSIGNMENTS[assignment]
+            out = dest / scenario.student / assignment / a.notebook
+            out.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(submission_notebook(scenario), out)
+            written.append(scenario)
+    return written

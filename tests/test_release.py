@@ -1,0 +1,86 @@
+"""release/ is exactly nbgrader's output for source/, and leaks no solution or hidden test."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.course import ASSIGNMENTS, ROOT
+from autograder.grading import grade_notebook
+from conftest import BUILT, run
+
+BLOCK = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)### END \1", re.S)
+
+
+@pytest.fixture(scope="module")
+def regenerated(course) -> Path:
+    for assignment in BUILT:
+        run("nbgrader", "generate_assignment", assignment, "--force", "--log-level=ERROR",
+            f"--db=sqlite:///{course}/gradebook.db", cwd=course)
+    return course / "release"
+
+
+@pytest.mark.parametrize("assignment", BUILT)
+def test_release_matches_nbgrader_output(assignment, regenerated):
+    a = ASSIGNMENTS[assignment]
+    committed = nbformat.read(ROOT / "release" / assignment / a.notebook, as_version=4)
+    fresh = nbformat.read(regenerated / assignment / a.notebook, as_version=4)
+    assert committed == fresh, (f"release/{assignment} differs from what nbgrader makes of "
+                                f"source/: run `python -m autograder build {assignment}`")
+
+
+@pytest.mark.parametrize("assignment", BUILT)
+def test_release_leaks_no_solution_or_hidden_test(assignment):
+    a = ASSIGNMENTS[assignment]
+    source = nbformat.read(a.source, as_version=4)
+    release_text = (ROOT / "release" / assignment / a.notebook).read_text()
+    released = nbformat.reads(release_text, as_version=4)
+    secret_lines = {line.strip() for cell in source.cells for _, block in BLOCK.findall(cell.source)
+                    for line in block.splitlines()}
+    secret_lines -= {""}
+    released_lines = {line.strip() for cell in released.cells for line in cell.source.splitlines()}
+    leaked = secret_lines & released_lines
+    assert not leaked, f"release/{assignment} contains solution or hidden-test lines: {leaked}"
+    assert "BEGIN SOLUTION" not in release_text and "HIDDEN TESTS" not in release_text
+
+
+@pytest.mark.parametrize("folder", ["source", "release"])
+def test_no_outputs_stored(folder):
+    for path in (ROOT / folder).glob("*/*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        stored = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+                  and (c.outputs or c.execution_count)]
+        assert not stored, f"{path.relative_to(ROOT)}: cells {stored} have stored output"
+
+
+@pytest.mark.parametrize("assignment", BUILT)
+def test_hidden_cell_points_equal_hidden_test_points(assignment):
+    """The points nbgrader shows per cell are those the pytest tests award."""
+    a = ASSIGNMENTS[assignment]
+    graded = grade_notebook(a.source)
+    per_function = {}
+    for r in graded.results:
+        per_function[r.function] = per_function.get(r.function, 0) + r.max_score
+    cells = {}
+    for cell in nbformat.read(a.source, as_version=4).cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade") and cell.cell_type == "code":
+            cells[meta["grade_id"].removeprefix("tests_")] = float(meta["points"])
+    assert cells == per_function
+    assert set(cells) == set(a.functions)
+    assert graded.score == graded.max_score, "the source notebook's solutions must score full marks"
+
+
+@pytest.mark.parametrize("assignment", BUILT)
+def test_answer_cells_keep_def_line_and_docstring(assignment):
+    a = ASSIGNMENTS[assignment]
+    released = nbformat.read(ROOT / "release" / assignment / a.notebook, as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in released.cells
+               if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
+    for function in a.functions:
+        assert f"def {function}(" in answers.get(function, ""), function
+        assert '"""' in answers[function], f"{function}: the stub needs a docstring"
+        assert "raise NotImplementedError()" in answers[function]
