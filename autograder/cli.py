@@ -6,7 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograder import report
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "build":
         from autograder.build import build
         return build(args.assignments)
+    from autograder.server import warm_up
+    warm_up()
     from autograder.notebook import NotGradable
     from autograder.plugin import AuthoringError
     try:
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _grade_one(args) -> int:
+    from autograder import report
     from autograder.grading import grade_notebook
     graded = grade_notebook(args.path, set(args.only) if args.only else None)
     if args.json:
@@ -60,6 +62,7 @@ def _grade_one(args) -> int:
 
 
 def _grade_folder(args) -> int:
+    from autograder import report
     from tqdm import tqdm
 
     from autograder.grading import grade_folder

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from autograder.notebook import NotGradable, Submission, find_submissions, load_submission
 from autograder.plugin import TestResult, run_tests
+from autograder.server import warm_up
 
 
 @dataclass
@@ -62,7 +63,7 @@ def grade_folder(root: Path, jobs: int | None = None, progress=None) -> list[Gra
     chunks = [items[i:i + chunk] for i in range(0, len(items), chunk)]
     graded: list[Graded] = []
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=warm_up) as pool:
         futures = [pool.submit(_grade_chunk, c) for c in chunks]
         for future in as_completed(futures):
             done = future.result()

@@ -37,30 +37,44 @@ def _find_notebook(function: str, folder: Path) -> Path | None:
     return None
 
 
+_graded: dict[tuple, dict] = {}
+"""Results of this kernel's notebook file, graded once for all its hidden-test cells."""
+
+
+def _grade(notebook: Path, timeout: float) -> dict:
+    stat = notebook.stat()
+    key = (str(notebook.resolve()), stat.st_mtime_ns, stat.st_size)
+    if key in _graded:
+        return _graded[key]
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "result.json"
+        command = [sys.executable, "-m", "autograder", "grade", str(notebook),
+                   "--json", str(result), "--quiet"]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                  env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        except subprocess.TimeoutExpired:
+            return {"error": f"grading took longer than {timeout:g} s"}
+        if done.returncode != 0 or not result.is_file():
+            return {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+        _graded[key] = json.loads(result.read_text())
+    return _graded[key]
+
+
 def hidden_tests(function: str, timeout: float = 300) -> float:
-    """Grade `function` in the notebook beside the kernel; print the results; return the score."""
+    """Print the hidden-test results for `function` in the notebook beside the kernel; return its score."""
     notebook = _find_notebook(function, Path.cwd())
     if notebook is None:
         print(f"Hidden tests for {function}: no notebook of this assignment in {Path.cwd()}; 0 points.")
         return 0.0
-    with tempfile.TemporaryDirectory() as tmp:
-        result = Path(tmp) / "result.json"
-        command = [sys.executable, "-m", "autograder", "grade", str(notebook),
-                   "--only", function, "--json", str(result), "--quiet"]
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MPLBACKEND", "PYTHONSTARTUP"))}
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
-        except subprocess.TimeoutExpired:
-            print(f"Hidden tests for {function} took longer than {timeout:g} s; 0 points.")
-            return 0.0
-        if done.returncode != 0 or not result.is_file():
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            print(f"Hidden tests for {function} could not run: {last}; 0 points.")
-            return 0.0
-        data = json.loads(result.read_text())
-    for test in data["tests"]:
+    data = _grade(notebook, timeout)
+    if "error" in data:
+        print(f"Hidden tests for {function} could not run: {data['error']}; 0 points.")
+        return 0.0
+    tests = [t for t in data["tests"] if t["name"].startswith(f"{function}:")]
+    for test in tests:
         mark = "ok  " if test["status"] == "passed" else "FAIL"
         print(f"{mark} {test['score']:g}/{test['max_score']:g}  {test['name']}")
         for line in test["output"].splitlines():
             print("       " + line)
-    return float(data["score"])
+    return float(sum(t["score"] for t in tests))

@@ -10,13 +10,13 @@ stays with the function being called.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 from dataclasses import dataclass, field
 from typing import Any
 
 from autograder import wire
+from autograder.server import CONTEXT, child_main
 
 CALL_TIMEOUT = 10.0
 """Seconds one call of a learner function may take."""
@@ -25,8 +25,6 @@ LOAD_TIMEOUT = 20.0
 MEMORY_LIMIT = 2 << 30
 """Bytes of address space the learner may add on top of what torch needs."""
 
-_CONTEXT = multiprocessing.get_context("forkserver")
-_CONTEXT.set_forkserver_preload(["autograder._child"])
 
 
 @dataclass
@@ -90,10 +88,9 @@ class Sandbox:
 
     # -- process management ------------------------------------------------
     def _start(self) -> LoadReport:
-        parent, child = _CONTEXT.Pipe()
-        from autograder import _child
-        self._process = _CONTEXT.Process(
-            target=_child.main, args=(child, self.cells, self.memory_limit), daemon=True)
+        parent, child = CONTEXT.Pipe()
+        self._process = CONTEXT.Process(
+            target=child_main, args=(child, self.cells, self.memory_limit), daemon=True)
         self._process.start()
         child.close()
         self._conn = parent
