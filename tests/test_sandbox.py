@@ -1,0 +1,82 @@
+"""The sandbox keeps learner code out of the grader: limits, crashes, isolation."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import torch
+
+from autograder.sandbox import Sandbox
+
+HOSTILE = """
+import os, sys, torch, gc
+
+def slow():
+    while True:
+        pass
+
+def grow():
+    chunks = []
+    while True:
+        chunks.append(bytearray(50_000_000))
+
+def die():
+    os._exit(9)
+
+def parent_pid():
+    return os.getppid()
+
+def patch():
+    torch.allclose = lambda *a, **k: True
+    torch.Tensor.__eq__ = lambda *a, **k: True
+    return 1
+
+def fine(x):
+    return x * 2
+
+def snoop():
+    # The grader's objects are not in this process: look for any tensor named secret.
+    return sum(1 for o in gc.get_objects() if isinstance(o, torch.Tensor) and getattr(o, "secret", False))
+"""
+
+
+def test_timeout_costs_only_that_function():
+    with Sandbox([HOSTILE], call_timeout=1) as box:
+        start = time.monotonic()
+        assert box.call("slow").status == "timeout"
+        assert time.monotonic() - start < 5
+        assert box.call("slow").status == "timeout"  # not run again
+        reply = box.call("fine", (torch.ones(2),))
+        assert reply.status == "ok" and torch.equal(reply.value, torch.full((2,), 2.0))
+
+
+def test_memory_limit_stops_a_growing_allocation():
+    with Sandbox([HOSTILE], memory_limit=256 << 20, call_timeout=20) as box:
+        reply = box.call("grow")
+        assert reply.status in ("exception", "crashed")
+        assert reply.status == "crashed" or reply.exception.type == "MemoryError"
+        assert box.call("fine", (torch.ones(1),)).status == "ok"
+
+
+def test_crash_is_reported_and_next_call_gets_a_fresh_process():
+    with Sandbox([HOSTILE]) as box:
+        reply = box.call("die")
+        assert reply.status == "crashed" and "9" in reply.detail
+        assert box.call("fine", (torch.ones(1),)).status == "ok"
+
+
+def test_learner_code_runs_in_another_process_without_the_graders_objects():
+    secret = torch.ones(3)
+    secret.secret = True
+    with Sandbox([HOSTILE]) as box:
+        assert box.call("parent_pid").value != os.getpid()
+        assert box.call("snoop").value == 0
+
+
+def test_patching_torch_in_the_sandbox_does_not_reach_the_grader():
+    with Sandbox([HOSTILE]) as box:
+        assert box.call("patch").status == "ok"
+        reply = box.call("fine", (torch.ones(2),))
+    assert not torch.allclose(reply.value, torch.zeros(2))
+    assert reply.value.tolist() == [2.0, 2.0]
