@@ -21,6 +21,9 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--quiet", action="store_true", help="print only the total")
     build = commands.add_parser("build", help="(instructor) regenerate release/ and solutions/")
     build.add_argument("assignments", nargs="*", help="assignment ids (default: all with a source notebook)")
+    demo = commands.add_parser("demo", help="(instructor) the nbgrader pipeline on the sample submissions")
+    demo.add_argument("assignments", nargs="*", help="assignment ids (default: all with a source notebook)")
+    demo.add_argument("--jobs", type=int, help="worker processes for the grader")
     return parser
 
 
@@ -34,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "build":
         from autograder.build import build
         return build(args.assignments)
+    if args.command == "demo":
+        from autograder.demo import demo
+        return demo(args.assignments, args.jobs)
     from autograder.server import warm_up
     warm_up()
     from autograder.notebook import NotGradable

@@ -1,0 +1,87 @@
+"""The instructor's pipeline on the sample submissions, in this course directory.
+
+generate the release -> write samples into submitted/ -> `nbgrader autograde` into
+gradebook.db -> `nbgrader export` -> `python -m autograder grade` on the same
+submissions; prints both sets of grades side by side and the time each took.
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from autograder.build import tool_env
+from autograder.course import ASSIGNMENTS, ROOT
+from autograder.samples import write_submitted
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), cwd=ROOT, env=tool_env(), capture_output=True, text=True)
+
+
+def _step(message: str) -> None:
+    print(f"\n== {message}", flush=True)
+
+
+def demo(assignments: list[str] | None = None, jobs: int | None = None) -> int:
+    chosen = assignments or [a for a in ASSIGNMENTS if ASSIGNMENTS[a].source.is_file()]
+    _step(f"nbgrader generate_assignment ({', '.join(chosen)})")
+    for assignment in chosen:
+        done = _run("nbgrader", "generate_assignment", assignment, "--force", "--log-level=ERROR")
+        if done.returncode:
+            print(done.stderr, file=sys.stderr)
+            return 1
+    submitted = ROOT / "submitted"
+    shutil.rmtree(submitted, ignore_errors=True)
+    scenarios = write_submitted(submitted, chosen)
+    _step(f"{len(scenarios)} sample submissions written to submitted/")
+    for s in scenarios:
+        print(f"  {s.assignment}/{s.student}: {s.about}")
+
+    _step("nbgrader autograde (scores go to gradebook.db)")
+    start = time.perf_counter()
+    for assignment in chosen:
+        _run("nbgrader", "autograde", assignment, "--force", "--log-level=ERROR")
+    nbgrader_seconds = time.perf_counter() - start
+    _run("nbgrader", "export", "--log-level=ERROR")
+    with open(ROOT / "grades.csv") as f:
+        theirs = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)}
+
+    _step("python -m autograder grade submitted --out feedback_json")
+    start = time.perf_counter()
+    command = [sys.executable, "-m", "autograder", "grade", "submitted", "--out", "feedback_json",
+               "--quiet"] + (["--jobs", str(jobs)] if jobs else [])
+    subprocess.run(command, cwd=ROOT, env=tool_env(), check=True, stderr=subprocess.DEVNULL)
+    ours_seconds = time.perf_counter() - start
+    with open(ROOT / "feedback_json" / "grades.csv") as f:
+        ours = {(r["student"], r["assignment"]): (float(r["score"]), float(r["max_score"]))
+                for r in csv.DictReader(f)}
+
+    _step("grades (nbgrader gradebook vs python -m autograder)")
+    print(f"  {'assignment':26} {'student':22} {'nbgrader':>9} {'autograder':>11}")
+    differ = 0
+    for s in scenarios:
+        key = (s.student, s.assignment)
+        score, max_score = ours.get(key, (float("nan"), 0))
+        note = ""
+        if theirs.get(key) != score:
+            differ += 1
+            note = "  <- the notebook kernel died (os._exit): nbgrader records 0" \
+                if not s.nbgrader else "  <- DIFFERENT"
+        print(f"  {s.assignment:26} {s.student:22} {theirs.get(key, 0):9g} "
+              f"{score:6g} / {max_score:g}{note}")
+    n = len(scenarios)
+    _step("time")
+    print(f"  nbgrader autograde:       {nbgrader_seconds:7.1f} s for {n} notebooks "
+          f"({nbgrader_seconds / n:.2f} s per notebook)")
+    print(f"  python -m autograder grade: {ours_seconds:5.1f} s for {n} notebooks "
+          f"({ours_seconds / n:.2f} s per notebook)")
+    print("\nFiles: gradebook.db, grades.csv (nbgrader export), autograded/, "
+          "feedback_json/<student>/<assignment>.json and feedback_json/grades.csv")
+    unexpected = sum(1 for s in scenarios if s.nbgrader
+                     and theirs.get((s.student, s.assignment)) != ours.get((s.student, s.assignment), (None,))[0])
+    return 1 if unexpected else 0
