@@ -24,6 +24,10 @@ class Graded:
     """Why the notebook could not be graded at all (then it scores 0)."""
 
     @property
+    def autograded(self) -> list[TestResult]:
+        return [r for r in self.results if not r.manual]
+
+    @property
     def score(self) -> float:
         return sum(r.score for r in self.results)
 
@@ -32,11 +36,26 @@ class Graded:
         return sum(r.max_score for r in self.results)
 
 
+def written_results(submission: Submission, only: set[str] | None = None) -> list[TestResult]:
+    """Answers graded by hand: listed with 0 points until the instructor grades them."""
+    out = []
+    for grade_id, points, text in submission.written:
+        if only is not None and grade_id not in only:
+            continue
+        answered = text.strip() not in ("", "YOUR ANSWER HERE")
+        message = ("Answer received: your instructor grades it by hand." if answered
+                   else "No answer written (the cell still says YOUR ANSWER HERE).")
+        out.append(TestResult(grade_id, f"{grade_id}: written answer, graded by hand", points, 0.0,
+                              message, True, manual=True))
+    return out
+
+
 def grade_notebook(path: Path, only: set[str] | None = None) -> Graded:
     """Grade one notebook in this process (learner code still runs in a sandbox)."""
     submission = load_submission(path)
     plugin = run_tests([submission], only)
-    return Graded(path.stem, submission.assignment.id, plugin.results[submission.key])
+    return Graded(path.stem, submission.assignment.id,
+                  plugin.results[submission.key] + written_results(submission, only))
 
 
 def _grade_chunk(items: list[tuple[str, str, str]]) -> list[Graded]:
@@ -47,7 +66,8 @@ def _grade_chunk(items: list[tuple[str, str, str]]) -> list[Graded]:
         except NotGradable as error:
             out.append(Graded(student, folder, error=str(error)))
     plugin = run_tests(submissions)
-    out += [Graded(s.student, s.assignment.id, plugin.results[s.key]) for s in submissions]
+    out += [Graded(s.student, s.assignment.id, plugin.results[s.key] + written_results(s))
+            for s in submissions]
     return out
 
 

@@ -24,6 +24,8 @@ class Submission:
     assignment: Assignment
     cells: tuple[str, ...]
     """The code to run: the source notebook's setup cells and the learner's answer cells."""
+    written: tuple[tuple[str, float, str], ...] = ()
+    """(grade_id, points, text) of each answer graded by hand (markdown answer cells)."""
     student: str | None = None
 
     @property
@@ -64,7 +66,21 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
     if scores[best] == (0, 0):
         raise NotGradable(f"{path}: not a notebook of this course (no graded function found)")
     assignment = ASSIGNMENTS[best]
-    return Submission(path, assignment, tuple(_program(assignment, nb)), student)
+    texts = {_grade_id(c): c.source for c in nb.cells if c.cell_type == "markdown"}
+    written = tuple((grade_id, points, texts.get(grade_id, ""))
+                    for kind, grade_id, points in _manual_cells(assignment.id))
+    return Submission(path, assignment, tuple(_program(assignment, nb)), written=written,
+                      student=student)
+
+
+@functools.lru_cache(maxsize=None)
+def _manual_cells(assignment_id: str) -> tuple[tuple[str, str, float], ...]:
+    """("written", grade_id, points) of the source notebook's hand-graded markdown answers."""
+    nb = nbformat.read(ASSIGNMENTS[assignment_id].source, as_version=4)
+    return tuple(("written", _grade_id(c), float(c.metadata["nbgrader"]["points"]))
+                 for c in nb.cells if c.cell_type == "markdown"
+                 and c.metadata.get("nbgrader", {}).get("grade")
+                 and c.metadata["nbgrader"].get("solution"))
 
 
 def _grade_id(cell) -> str | None:

@@ -33,6 +33,8 @@ class TestResult:
     """The learner-facing message ("" when passed)."""
     visible: bool
     """True when the test mirrors a check the learner can see in the notebook."""
+    manual: bool = False
+    """A written answer: 0 here, graded by hand in nbgrader's formgrader."""
 
     @property
     def passed(self) -> bool:

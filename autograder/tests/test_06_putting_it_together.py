@@ -1,0 +1,223 @@
+"""Hidden tests: 06_putting_it_together (forward, backward, step)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from autograder.compare import expect_equal, expect_tensor, fail
+from autograder.tests.data import rand
+from autograder.wire import Recipe
+
+ASSIGNMENT = "06_putting_it_together"
+graded = pytest.mark.graded
+KEYS = ("W1", "b1", "W2", "b2")
+
+
+def make_params(n_in, hidden, n_out, seed, dtype=torch.float32):
+    return {"W1": rand(hidden, n_in, seed=seed, dtype=dtype), "b1": rand(hidden, seed=seed + 1, dtype=dtype),
+            "W2": rand(n_out, hidden, seed=seed + 2, dtype=dtype), "b2": rand(n_out, seed=seed + 3, dtype=dtype)}
+
+
+def torch_train(x, y, params, lr, steps):
+    """The reference: nn.Sequential + nn.MSELoss + torch.optim.SGD from the same values."""
+    hidden, n_in = params["W1"].shape
+    model = torch.nn.Sequential(torch.nn.Linear(n_in, hidden), torch.nn.ReLU(),
+                                torch.nn.Linear(hidden, params["W2"].shape[0])).to(params["W1"].dtype)
+    with torch.no_grad():
+        for p, k in zip(model.parameters(), KEYS):
+            p.copy_(params[k])
+    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = torch.nn.MSELoss()(model(x), y)
+        losses.append(loss.item())
+        loss.backward()
+        optimizer.step()
+    return {k: p.detach().clone() for k, p in zip(KEYS, model.parameters())}, losses
+
+
+def mistaken_train(x, y, params, lr, steps, *, divide_by="numel", factor=2.0, sign=1.0):
+    """What train_mlp returns with a known mistake in its backward pass or step."""
+    W1, b1, W2, b2 = (params[k].clone() for k in KEYS)
+    losses = []
+    for _ in range(steps):
+        z = x @ W1.T + b1
+        h = torch.relu(z)
+        y_hat = h @ W2.T + b2
+        losses.append(((y_hat - y) ** 2).mean().item())
+        n = y_hat.numel() if divide_by == "numel" else y_hat.shape[0]
+        G = factor * (y_hat - y) / n
+        dz = (G @ W2) * (z > 0).to(z.dtype)
+        grads = (dz.T @ x, dz.sum(0), G.T @ h, G.sum(0))
+        W1, b1, W2, b2 = (p - sign * lr * g for p, g in zip((W1, b1, W2, b2), grads))
+    return {"W1": W1, "b1": b1, "W2": W2, "b2": b2}, losses
+
+
+def _train_mistakes(x, y, params, lr, steps, key):
+    """Hints for a wrong `key` ("W1", ..., or "losses"), each with what that mistake returns."""
+    def variant(**kw):
+        if key == "losses":
+            return lambda: torch.tensor(mistaken_train(x, y, params, lr, steps, **kw)[1], dtype=x.dtype)
+        return lambda: mistaken_train(x, y, params, lr, steps, **kw)[0][key]
+    return {
+        "the MSE gradient divides by the number of entries (ŷ.numel()), not by the batch size.":
+            variant(divide_by="batch"),
+        "the MSE gradient is 2(ŷ − y)/n: the factor 2 is missing.": variant(factor=1.0),
+        "the update adds the gradient: θ ← θ − lr·∂L/∂θ goes against the gradient (sign error: the "
+        "loss goes up).": variant(sign=-1.0),
+    }
+
+
+def check_training(student, x, y, params, lr, steps):
+    expected, expected_losses = torch_train(x, y, params, lr, steps)
+    call = f"train_mlp(x {tuple(x.shape)}, y {tuple(y.shape)}, params, lr={lr}, steps={steps})"
+    got = student.train_mlp(x, y, params, lr, steps)
+    if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], dict)):
+        fail(f"{call} should return a tuple (new_params, losses) with new_params a dict; got {got!r:.80}.")
+    new_params, losses = got
+    if sorted(new_params) != sorted(KEYS):
+        fail(f"{call}: new_params has keys {sorted(new_params)}; expected {list(KEYS)}.")
+    if not isinstance(losses, list) or not all(isinstance(v, float) for v in losses):
+        fail(f"{call}: losses should be a list of Python floats (use loss.item()); got "
+             f"{type(losses).__name__} of {sorted({type(v).__name__ for v in losses}) if isinstance(losses, list) else '?'}.")
+    expect_equal(len(losses), steps, f"{call}: number of losses", "one loss per step")
+    if steps:
+        shifted = mistaken_train(x, y, params, lr, steps + 1)[1][1:]
+        # Losses come from computations in x's dtype: compare them at that precision.
+        expect_tensor(torch.tensor(losses, dtype=x.dtype), torch.tensor(expected_losses, dtype=x.dtype),
+                      f"{call}: the losses", check_dtype=False, mistakes={
+                          "record each loss before the update that follows it (your losses are one step late).":
+                              lambda: torch.tensor(shifted, dtype=x.dtype),
+                          **_train_mistakes(x, y, params, lr, steps, "losses")})
+    for key in KEYS:
+        expect_tensor(new_params[key], expected[key], f"{call}: {key} after training",
+                      mistakes=_train_mistakes(x, y, params, lr, steps, key))
+
+
+@graded("train_mlp", points=1, visible=True)
+def test_train_matches_pytorch_small(student):
+    """5 steps on a 1-16-1 network match nn.Sequential + SGD"""
+    x = torch.linspace(-3, 3, 32).unsqueeze(1)
+    check_training(student, x, torch.sin(x), make_params(1, 16, 1, seed=1), 0.1, 5)
+
+
+@graded("train_mlp", points=1)
+def test_train_losses_before_each_update(student):
+    """the first loss is the loss of the starting parameters"""
+    x, y = rand(12, 3, seed=10), rand(12, 2, seed=11)
+    params = make_params(3, 5, 2, seed=12)
+    _, losses = student.train_mlp(x, y, params, 0.05, 3)
+    start_loss = F.mse_loss(torch.relu(x @ params["W1"].T + params["b1"]) @ params["W2"].T + params["b2"], y)
+    if not isinstance(losses, list) or not losses:
+        fail(f"train_mlp(..., steps=3) returned losses={losses!r:.60}; expected a list of 3 floats.")
+    expect_tensor(torch.tensor([float(losses[0])]), start_loss.reshape(1),
+                  "the first loss returned by train_mlp", check_dtype=False, mistakes={
+                      "record the loss before the update: losses[0] is the loss of the starting parameters.":
+                          lambda: torch.tensor([mistaken_train(x, y, params, 0.05, 2)[1][1]])})
+
+
+@graded("train_mlp", points=1)
+def test_train_multi_output_float64(student):
+    """several outputs, float64, 20 steps"""
+    x, y = rand(10, 4, seed=20, dtype=torch.float64), rand(10, 3, seed=21, dtype=torch.float64)
+    check_training(student, x, y, make_params(4, 6, 3, seed=22, dtype=torch.float64), 0.2, 20)
+
+
+@graded("train_mlp", points=1)
+def test_train_longer(student):
+    """50 steps with a larger learning rate"""
+    x = rand(40, 2, seed=30, low=-2, high=2)
+    y = (x[:, :1] * x[:, 1:]).sin()
+    check_training(student, x, y, make_params(2, 8, 1, seed=31), 0.3, 50)
+
+
+@graded("train_mlp", points=1)
+def test_train_zero_steps(student):
+    """steps=0 returns the starting values and no losses"""
+    x, y = rand(5, 3, seed=40), rand(5, 1, seed=41)
+    check_training(student, x, y, make_params(3, 4, 1, seed=42), 0.1, 0)
+
+
+@graded("train_mlp", points=1)
+def test_train_batch_of_one(student):
+    """a batch of a single sample"""
+    check_training(student, rand(1, 3, seed=50), rand(1, 2, seed=51), make_params(3, 3, 2, seed=52), 0.5, 4)
+
+
+MODELS = """
+def build(spec, seed, dtype_name):
+    torch.manual_seed(seed)
+    nn = torch.nn
+    kinds = {"relu": nn.ReLU, "sigmoid": nn.Sigmoid, "tanh": nn.Tanh}
+    layers = []
+    for item in spec:
+        if isinstance(item, list):
+            layers.append(nn.Linear(item[0], item[1]))
+        elif item.startswith("norm"):
+            layers.append(nn.LayerNorm(int(item[4:])))
+        else:
+            layers.append(kinds[item]())
+    model = nn.Sequential(*layers).to(getattr(torch, dtype_name))
+    NAMED["model"] = model
+    return model
+"""
+
+
+def build_model(spec, seed, dtype="float32"):
+    """The same model in the test's process and, through a Recipe, in the sandbox."""
+    scope = {"torch": torch, "NAMED": {}}
+    exec(MODELS, scope)
+    return scope["build"](spec, seed, dtype), Recipe(MODELS, "build", (spec, seed, dtype))
+
+
+def check_norms(student, spec, seed, x, y, dtype="float32"):
+    model, recipe = build_model(spec, seed, dtype)
+    F.mse_loss(model(x), y).backward()
+    linears = [m for m in model if isinstance(m, torch.nn.Linear)]
+    expected = torch.tensor([m.weight.grad.norm().item() for m in linears], dtype=torch.float64)
+    got = student.layer_grad_norms(recipe, x, y)
+    what = f"layer_grad_norms on a network with {len(linears)} nn.Linear layers"
+    if not isinstance(got, (list, tuple)):
+        fail(f"{what} returned a {type(got).__name__}; expected a list of floats.")
+    try:
+        values = torch.tensor([float(v) for v in got], dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        fail(f"{what} returned {got!r:.80}; expected a list of floats (use .item()).")
+    biases = [m.bias.grad.norm().item() for m in linears]
+    expect_tensor(values, expected, what, check_dtype=False, mistakes={
+        "return one norm per nn.Linear weight, not one per parameter (leave out the biases).":
+            lambda: torch.tensor([v for pair in zip(expected.tolist(), biases) for v in pair], dtype=torch.float64),
+        "the L2 norm is the square root of the sum of squares (tensor.norm()), not the sum of squares.":
+            lambda: expected ** 2,
+        "list the layers from the first (next to the input) to the last.": lambda: expected.flip(0),
+        "use the mean squared error (F.mse_loss, mean over all entries), not the sum.":
+            lambda: expected * y.numel(),
+    })
+
+
+@graded("layer_grad_norms", points=1, visible=True)
+def test_norms_small(student):
+    """a 2-layer tanh network"""
+    check_norms(student, [[3, 4], "tanh", [4, 2]], 1, rand(6, 3, seed=60), rand(6, 2, seed=61))
+
+
+@graded("layer_grad_norms", points=1)
+def test_norms_deep_sigmoid(student):
+    """a 5-layer sigmoid network (vanishing gradients)"""
+    spec = [[4, 8], "sigmoid", [8, 8], "sigmoid", [8, 8], "sigmoid", [8, 8], "sigmoid", [8, 1]]
+    check_norms(student, spec, 2, rand(16, 4, seed=70), rand(16, 1, seed=71))
+
+
+@graded("layer_grad_norms", points=1)
+def test_norms_with_layernorm_float64(student):
+    """ReLU with LayerNorm, float64"""
+    spec = [[3, 6], "norm6", "relu", [6, 6], "norm6", "relu", [6, 2]]
+    check_norms(student, spec, 3, rand(9, 3, seed=80, dtype=torch.float64),
+                rand(9, 2, seed=81, dtype=torch.float64), "float64")
+
+
+@graded("layer_grad_norms", points=1)
+def test_norms_single_layer(student):
+    """a single nn.Linear with several outputs"""
+    check_norms(student, [[5, 3]], 4, rand(7, 5, seed=90), rand(7, 3, seed=91))
