@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import tempfile
 from pathlib import Path
 
@@ -55,18 +56,26 @@ def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 120) -> nbforma
     return nb
 
 
-def build_solutions(assignment: str, root: Path = ROOT) -> Path:
+def build_solutions(assignment: str, root: Path = ROOT) -> tuple[Path, float]:
+    """Execute the worked solution into solutions/; return its path and the seconds it ran."""
     a = ASSIGNMENTS[assignment]
     out = root / "solutions" / assignment / a.notebook
     out.parent.mkdir(parents=True, exist_ok=True)
-    nb = execute(solution_notebook(root / "source" / assignment / a.notebook), out.parent)
+    nb = solution_notebook(root / "source" / assignment / a.notebook)
+    start = time.perf_counter()
+    execute(nb, out.parent)
+    seconds = time.perf_counter() - start
     nbformat.write(nb, out)
-    return out
+    return out, seconds
 
 
 def build(assignments: list[str]) -> int:
     chosen = assignments or [a for a in ASSIGNMENTS if ASSIGNMENTS[a].source.is_file()]
+    total = 0.0
     for assignment in chosen:
         print(f"{assignment}: release ->", generate_release(assignment).relative_to(ROOT))
-        print(f"{assignment}: solutions ->", build_solutions(assignment).relative_to(ROOT))
+        path, seconds = build_solutions(assignment)
+        total += seconds
+        print(f"{assignment}: solutions -> {path.relative_to(ROOT)} (ran top to bottom in {seconds:.1f} s)")
+    print(f"{len(chosen)} notebooks ran in {total:.1f} s (kernel start included)")
     return 0
