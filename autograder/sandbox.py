@@ -69,7 +69,9 @@ class LoadReport:
 
     defined: list[str]
     errors: list[str]
-    """One line per cell that raised: "cell 2: NameError: name 'np' is not defined"."""
+    """One line per cell that raised: "NameError: name 'np' is not defined"."""
+    failed: bool = False
+    """The process hung or died while running the cells: nothing is defined."""
 
 
 class Sandbox:
@@ -96,9 +98,10 @@ class Sandbox:
         self._conn = parent
         reply = self._receive(self.load_timeout)
         if reply is None or reply.get("status") != "loaded":
-            what = "did not finish" if reply is None else "crashed"
+            what = (f"did not finish within {self.load_timeout:g} s" if reply is None
+                    else f"crashed ({self._exit_detail()})")
             self._kill()
-            report = LoadReport([], [f"running your cells {what}: {self._exit_detail()}"])
+            report = LoadReport([], [f"running your cells {what}"], failed=True)
         else:
             report = LoadReport(list(reply["defined"]), list(reply["errors"]))
         if self.load_report is None:
@@ -158,7 +161,8 @@ class Sandbox:
         """
         if name in self._hung:
             return Reply("timeout", detail=f"an earlier call of {name} did not finish either")
-        self.load()
+        if self.load().failed:
+            return Reply("missing")
         if self._conn is None or not self._process.is_alive():
             self._kill()
             self._start()

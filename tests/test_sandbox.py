@@ -80,3 +80,12 @@ def test_patching_torch_in_the_sandbox_does_not_reach_the_grader():
         reply = box.call("fine", (torch.ones(2),))
     assert not torch.allclose(reply.value, torch.zeros(2))
     assert reply.value.tolist() == [2.0, 2.0]
+
+
+def test_cells_that_never_finish_cost_one_load_timeout():
+    with Sandbox(["def fine(x):\n    return x\n\nwhile True:\n    pass\n"], load_timeout=1) as box:
+        start = time.monotonic()
+        replies = [box.call("fine", (1,)) for _ in range(5)]
+        assert time.monotonic() - start < 4
+    assert all(r.status == "missing" for r in replies)
+    assert "did not finish" in box.load_report.errors[0]
