@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from autograder.build import tool_env
 from autograder.course import ASSIGNMENTS, ROOT
 from autograder.grading import grade_folder
 from autograder.samples import load_scenarios, write_submitted
@@ -18,12 +17,6 @@ BUILT = [a for a in ASSIGNMENTS if ASSIGNMENTS[a].source.is_file()]
 """Assignments whose source notebook exists."""
 
 SCENARIOS = [s for a in BUILT for s in load_scenarios(a)]
-
-
-def tool_env() -> dict[str, str]:
-    """Environment for nbgrader and `python -m autograder` subprocesses (venv tools on PATH)."""
-    bin_dir = str(Path(sys.executable).parent)
-    return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
 
 
 def run(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
