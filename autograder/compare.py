@@ -54,7 +54,7 @@ def expect_tensor(got, expected: torch.Tensor, what: str, *,
     if isinstance(got, Unsupported) or not isinstance(got, torch.Tensor):
         kind = got.type_name if isinstance(got, Unsupported) else type(got).__name__
         fail(f"{what} returned a {kind}; expected a torch.Tensor of shape {_shape(expected)}.")
-    hint = _diagnose(got, mistakes)
+    hint = _diagnose(got, expected, mistakes)
     if got.shape != expected.shape:
         fail(f"{what} has shape {_shape(got)}; expected {_shape(expected)}.{hint}")
     if got.dtype == torch.bool and expected.dtype != torch.bool:
@@ -76,13 +76,16 @@ def expect_tensor(got, expected: torch.Tensor, what: str, *,
          f"got {got[index].item():.6g}; tolerance rtol={rtol:g}, atol={atol:g}).{hint}")
 
 
-def _diagnose(got: torch.Tensor, mistakes) -> str:
+def _diagnose(got: torch.Tensor, expected: torch.Tensor, mistakes) -> str:
     for hint, wrong in (mistakes or {}).items():
         try:
             candidate = wrong()
         except Exception:  # a mistake that cannot even be computed is not this one
             continue
-        if isinstance(candidate, torch.Tensor) and _close(got.to(candidate.dtype), candidate):
+        if not isinstance(candidate, torch.Tensor) or (
+                candidate.dtype == expected.dtype and _close(candidate, expected)):
+            continue  # on this input the mistake gives the right answer: it cannot be the cause
+        if _close(got.to(candidate.dtype), candidate):
             return f"\nHint: {hint}"
     return ""
 

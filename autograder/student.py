@@ -11,7 +11,8 @@ from autograder.sandbox import Reply, Sandbox
 from autograder.wire import Recipe
 
 _BANNED_SPELLING = {"__matmul__": "`@`", "matmul": "`@` / torch.matmul", "linear": "F.linear / nn.Linear",
-                    "grad": "torch.autograd.grad", "backward": ".backward()"}
+                    "grad": "torch.autograd.grad", "backward": ".backward()",
+                    "relu": "torch.relu / F.relu", "sigmoid": "torch.sigmoid"}
 
 
 def describe(value) -> str:
