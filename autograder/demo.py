@@ -12,7 +12,6 @@ import shutil
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from autograder.build import tool_env
 from autograder.course import ASSIGNMENTS, ROOT

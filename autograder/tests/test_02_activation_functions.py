@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.compare import TOLERANCE, expect_tensor, fail
+from autograder.compare import expect_tensor, fail
 from autograder.tests.data import away_from_zero, rand
 
 ASSIGNMENT = "02_activation_functions"
@@ -27,29 +27,6 @@ def autograd_derivative(f, z):
     return z.grad
 
 
-def _same(a, b):
-    rtol, atol = TOLERANCE[b.dtype]
-    return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), rtol=rtol, atol=atol,
-                                                      equal_nan=True))
-
-
-def _distinct(mistakes, expected):
-    """Only the mistakes whose value differs from the right answer on this input.
-
-    A hint is shown when the learner's wrong value equals a mistake's value; a mistake that
-    gives the right answer here (`z >= 0` when z has no zeros) would name the wrong cause.
-    """
-    kept = {}
-    for hint, wrong in mistakes.items():
-        try:
-            value = wrong()
-        except Exception:  # a mistake that cannot be computed here is not this one
-            continue
-        if value.dtype != expected.dtype or not _same(value, expected):
-            kept[hint] = lambda value=value: value
-    return kept
-
-
 # -- collapse_linear ---------------------------------------------------------------------
 
 _ORDER = "first W1, then W2: the combined weight is W = W2 @ W1, of shape (out, in)."
@@ -67,16 +44,16 @@ def _check_collapse(student, W1, b1, W2, b2):
         fail(f"{call} returned {kind}; expected a pair (W, b), as in `return W, b`.")
     W, b = got
     W_expected, b_expected = W2 @ W1, W2 @ b1 + b2
-    expect_tensor(W, W_expected, f"W returned by {call}", mistakes=_distinct({
+    expect_tensor(W, W_expected, f"W returned by {call}", mistakes={
         "W is transposed: " + _ORDER: lambda: W_expected.T,
         "the product is in the wrong order: " + _ORDER: lambda: W1 @ W2,
-    }, W_expected))
-    expect_tensor(b, b_expected, f"b returned by {call}", mistakes=_distinct({
+    })
+    expect_tensor(b, b_expected, f"b returned by {call}", mistakes={
         "b1 also passes through the second layer: b = W2 @ b1 + b2.": lambda: b1 + b2,
         "b2 is missing: b = W2 @ b1 + b2.": lambda: W2 @ b1,
         "b1 is missing: it passes through the second layer too, so b = W2 @ b1 + b2.":
             lambda: b2,
-    }, b_expected))
+    })
     # The point of the exercise, checked directly: one layer computes what the two did.
     x = rand(9, W1.shape[1], seed=249, dtype=W1.dtype)
     expect_tensor(F.linear(x, W, b), F.linear(F.linear(x, W1, b1), W2, b2),
@@ -109,14 +86,14 @@ def test_collapse_linear_float64(student):
 # -- relu --------------------------------------------------------------------------------
 
 def _relu_mistakes(z, expected):
-    return _distinct({
+    return {
         "relu keeps the positive entries and sets the negative ones to 0: max(z, 0), "
         "not min(z, 0).": lambda: torch.clamp(z, max=0),
         "this is the derivative of ReLU (0 or 1); relu(z) itself is max(z, 0).":
             lambda: (z > 0).to(z.dtype),
         "new tensors default to float32: keep z's dtype (e.g. torch.zeros_like(z)).":
             lambda: torch.relu(z).float(),
-    }, expected)
+    }
 
 
 def _check_relu(student, z):
@@ -150,7 +127,7 @@ def test_relu_float64(student):
 # -- relu_derivative ---------------------------------------------------------------------
 
 def _relu_derivative_mistakes(z, expected):
-    return _distinct({
+    return {
         "`.float()` always gives float32: use `.to(z.dtype)` to keep the input's dtype.":
             lambda: (z > 0).float(),
         "at z == 0 the derivative must be 0, as for torch.relu: test z > 0, not z >= 0.":
@@ -161,7 +138,7 @@ def _relu_derivative_mistakes(z, expected):
             lambda: torch.relu(z),
         "the two cases are swapped: the slope is 1 where z > 0 and 0 where z < 0.":
             lambda: (z < 0).to(z.dtype),
-    }, expected)
+    }
 
 
 def _check_relu_derivative(student, z):
@@ -205,13 +182,13 @@ def test_relu_derivative_any_shape(student):
 # -- sigmoid -----------------------------------------------------------------------------
 
 def _sigmoid_mistakes(z, expected):
-    return _distinct({
+    return {
         "mind the sign: σ(z) = 1 / (1 + exp(-z)), not 1 / (1 + exp(z)).":
             lambda: 1 / (1 + torch.exp(z)),
         "exp(z) / (1 + exp(z)) overflows: for large z, exp(z) is inf and inf / inf is nan. "
         "Use 1 / (1 + exp(-z)).": lambda: torch.exp(z) / (1 + torch.exp(z)),
         "new tensors default to float32: keep z's dtype.": lambda: torch.sigmoid(z).float(),
-    }, expected)
+    }
 
 
 def _check_sigmoid(student, z):
@@ -244,7 +221,7 @@ def test_sigmoid_large_inputs(student):
 
 def _sigmoid_derivative_mistakes(z, expected):
     s = torch.sigmoid(z)
-    return _distinct({
+    return {
         "apply the formula to σ(z), not to z: σ'(z) = σ(z) * (1 - σ(z)).": lambda: z * (1 - z),
         "this is σ(z) itself; its derivative is σ(z) * (1 - σ(z)).": lambda: s,
         "mind the sign: σ'(z) = σ(z) * (1 - σ(z)) is never negative.": lambda: s * (s - 1),
@@ -252,7 +229,7 @@ def _sigmoid_derivative_mistakes(z, expected):
         "and use σ(z) * (1 - σ(z)).":
             lambda: torch.exp(z) / (1 + torch.exp(z)) * (1 - torch.exp(z) / (1 + torch.exp(z))),
         "new tensors default to float32: keep z's dtype.": lambda: expected.float(),
-    }, expected)
+    }
 
 
 def _check_sigmoid_derivative(student, z):

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.compare import TOLERANCE, expect_tensor, fail
+from autograder.compare import expect_tensor, fail
 from autograder.tests.data import away_from_zero, rand
 
 ASSIGNMENT = "03_chain_rule"
@@ -39,29 +39,6 @@ UPSTREAM = ("the upstream gradient grad_out (= dL/dy, the gradient of the loss w
 SIGN = "the sign is flipped: gradients point uphill; the minus belongs to the update step."
 
 
-def _same(a, b):
-    rtol, atol = TOLERANCE[b.dtype]
-    return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), rtol=rtol, atol=atol,
-                                                      equal_nan=True))
-
-
-def _distinct(mistakes, expected):
-    """Only the mistakes whose value differs from the right answer on this input.
-
-    A hint is shown when the learner's wrong value equals a mistake's value; a mistake that
-    gives the right answer here (`/ N` when out == 1) would name the wrong cause.
-    """
-    kept = {}
-    for hint, wrong in mistakes.items():
-        try:
-            value = wrong()
-        except Exception:  # a mistake that cannot be computed here is not this one
-            continue
-        if value.dtype != expected.dtype or not _same(value, expected):
-            kept[hint] = lambda value=value: value
-    return kept
-
-
 def _leaves(*tensors):
     return [t.detach().clone().requires_grad_(True) for t in tensors]
 
@@ -80,7 +57,7 @@ def _check_mse_loss(student, y_hat, y):
     expected = F.mse_loss(y_hat, y)
     d = y_hat - y
     expect_tensor(student.mse_loss(y_hat, y), expected, student.signature("mse_loss", (y_hat, y)),
-                  mistakes=_distinct({
+                  mistakes={
                       "take the mean over all entries (divide by y_hat.numel()), not the sum.":
                           lambda: (d ** 2).sum(),
                       "divide by y_hat.numel() = N * out, the number of entries, not by the "
@@ -94,7 +71,7 @@ def _check_mse_loss(student, y_hat, y):
                       "keepdim.": lambda: expected.reshape(1),
                       "new tensors default to float32: keep the inputs' dtype.":
                           lambda: expected.float(),
-                  }, expected))
+                  })
 
 
 @graded("mse_loss", points=1, visible=True)
@@ -126,7 +103,7 @@ def _check_mse_loss_grad(student, y_hat, y):
     expected = leaf.grad
     d = y_hat - y
     expect_tensor(student.mse_loss_grad(y_hat, y), expected,
-                  student.signature("mse_loss_grad", (y_hat, y)), mistakes=_distinct({
+                  student.signature("mse_loss_grad", (y_hat, y)), mistakes={
                       "divide by y_hat.numel() = N * out (the loss averages over every entry), "
                       "not by the batch size N.": lambda: 2 * d / d.shape[0],
                       "the factor 2 is missing: d/dŷ (ŷ - y)² = 2 (ŷ - y).":
@@ -136,7 +113,7 @@ def _check_mse_loss_grad(student, y_hat, y):
                       "divide by y_hat.numel(): the loss is a mean, not a sum.": lambda: 2 * d,
                       "new tensors default to float32: keep the inputs' dtype.":
                           lambda: expected.float(),
-                  }, expected))
+                  })
 
 
 @graded("mse_loss_grad", points=1, visible=True)
@@ -172,20 +149,20 @@ def _check_linear_backward(student, grad_out, x, W, b):
     got = student.result("linear_backward", student.call("linear_backward", *args), args)
     _expect_sequence(got, 3, call, "grad_x, grad_W, grad_b")
     ones = torch.ones_like(grad_out)
-    expect_tensor(got[0], gx, f"grad_x from {call}", mistakes=_distinct({
+    expect_tensor(got[0], gx, f"grad_x from {call}", mistakes={
         "grad_x = grad_out @ W (W is (out, in)), not grad_out @ W.T.": lambda: grad_out @ W.T,
         UPSTREAM: lambda: ones @ W,
         SIGN: lambda: -gx,
-    }, gx))
-    expect_tensor(got[1], gW, f"grad_W from {call}", mistakes=_distinct({
+    })
+    expect_tensor(got[1], gW, f"grad_W from {call}", mistakes={
         "grad_W is transposed: it has W's shape (out, in), so grad_W = grad_out.T @ x, "
         "not x.T @ grad_out.": lambda: x.T @ grad_out,
         UPSTREAM: lambda: ones.T @ x,
         SIGN: lambda: -gW,
         "W is shared by all samples, so its gradient is the sum over the batch, not the mean.":
             lambda: gW / x.shape[0],
-    }, gW))
-    expect_tensor(got[2], gb, f"grad_b from {call}", mistakes=_distinct({
+    })
+    expect_tensor(got[2], gb, f"grad_b from {call}", mistakes={
         "b is shared by all samples, so grad_b = grad_out.sum(dim=0), not the mean.":
             lambda: grad_out.mean(dim=0),
         "sum over the batch (dim=0), one number per output: grad_b has b's shape (out,).":
@@ -193,7 +170,7 @@ def _check_linear_backward(student, grad_out, x, W, b):
         "sum over the batch, dim=0, not over the outputs (dim=1).": lambda: grad_out.sum(dim=1),
         UPSTREAM: lambda: ones.sum(dim=0),
         SIGN: lambda: -gb,
-    }, gb))
+    })
 
 
 @graded("linear_backward", points=1, visible=True)
@@ -241,7 +218,7 @@ def _check_relu_backward(student, grad_out, z):
     expected = leaf.grad
     mask = (z > 0).to(z.dtype)
     expect_tensor(student.relu_backward(grad_out, z), expected,
-                  student.signature("relu_backward", (grad_out, z)), mistakes=_distinct({
+                  student.signature("relu_backward", (grad_out, z)), mistakes={
                       "`.float()` always gives float32: use `.to(grad_out.dtype)` to keep the "
                       "dtype.": lambda: expected.float(),
                       "at z == 0 the gradient must be 0, as torch.relu's backward gives: mask "
@@ -256,7 +233,7 @@ def _check_relu_backward(student, grad_out, z):
                       "multiply grad_out by relu'(z) (0 or 1), not by relu(z).":
                           lambda: grad_out * z.clamp(min=0),
                       SIGN: lambda: -expected,
-                  }, expected))
+                  })
 
 
 @graded("relu_backward", points=1, visible=True)
@@ -329,7 +306,7 @@ def _mlp_mistakes(x, y, params, expected, key):
     if key.startswith("W"):
         mistakes["the weight gradient is transposed: dL/dW has W's shape (out, in)."] = \
             lambda: expected[key].T
-    return _distinct(mistakes, expected[key])
+    return mistakes
 
 
 def _check_mlp(student, x, y, params):
