@@ -1,0 +1,520 @@
+"""Hidden tests: 04_computational_graph (what grad_fn records).
+
+Graphs cannot cross the process boundary, so each one is built twice from the same
+trusted recipe source: in the learner's sandbox (as the argument) and here, where the
+expected node list and leaf order are read off the live graph. Node names are never
+written down in this file: they change between PyTorch versions.
+"""
+
+from collections import deque
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from autograder.compare import expect_tensor, fail
+from autograder.tests.data import rand
+from autograder.wire import Recipe, Unsupported
+
+ASSIGNMENT = "04_computational_graph"
+graded = pytest.mark.graded
+
+F32, F64 = torch.float32, torch.float64
+
+# Runs in the sandbox (globals: torch, NAMED) and here. Every leaf that requires grad is
+# stored in NAMED, so the tensors the learner returns can be recognised by identity.
+GRAPHS = '''
+def _values(seed, *shape, dtype=torch.float32):
+    gen = torch.Generator().manual_seed(seed)
+    return (torch.rand(*shape, generator=gen, dtype=torch.float64) * 2 - 1).to(dtype)
+
+
+def _linear(n_in, n_out, seed, dtype=torch.float32):
+    layer = torch.nn.utils.skip_init(torch.nn.Linear, n_in, n_out, dtype=dtype)
+    with torch.no_grad():
+        layer.weight.copy_(_values(seed, n_out, n_in, dtype=dtype))
+        layer.bias.copy_(_values(seed + 1, n_out, dtype=dtype))
+    return layer
+
+
+def mlp_model(seed, n_in, n_hidden, n_out, dtype=torch.float32):
+    model = torch.nn.Sequential(_linear(n_in, n_hidden, seed, dtype), torch.nn.ReLU(),
+                                _linear(n_hidden, n_out, seed + 2, dtype))
+    NAMED["model"] = model
+    return model
+
+
+def mlp_loss(seed, n, n_in, n_hidden, n_out):
+    model = mlp_model(seed, n_in, n_hidden, n_out)
+    x, y = _values(seed + 10, n, n_in), _values(seed + 11, n, n_out)
+    return torch.nn.functional.mse_loss(model(x), y)
+
+
+def affine_sum(seed):
+    w = _values(seed, 3).requires_grad_()
+    b = _values(seed + 1, ()).requires_grad_()
+    NAMED["w"], NAMED["b"] = w, b
+    return (w * _values(seed + 2, 3) + b).sum()
+
+
+def sin_cos(seed):
+    w = _values(seed, 2).requires_grad_()
+    NAMED["w"] = w
+    a = w.exp()
+    return (a.sin() * a.cos()).sum()
+
+
+def shared_product(seed):
+    w = _values(seed, 4).requires_grad_()
+    NAMED["w"] = w
+    h = w * _values(seed + 1, 4)
+    return (h * h + h.tanh()).sum()
+
+
+def tied_layer(seed):
+    layer = _linear(4, 4, seed)
+    NAMED["layer"] = layer
+    x = _values(seed + 5, 3, 4)
+    return layer(torch.relu(layer(x))).pow(2).mean()
+
+
+def linear_1d(seed):
+    layer = _linear(3, 2, seed)
+    NAMED["layer"] = layer
+    return (layer(_values(seed + 5, 3)) - 1).pow(2).sum()
+
+
+def input_leaf(seed):
+    x = _values(seed, 5, 3).requires_grad_()
+    W = _values(seed + 1, 3, 2).requires_grad_()
+    NAMED["x"], NAMED["W"] = x, W
+    return x.exp().sin().cos().sum() + (W.sum() + (x.tanh() @ W).pow(2).sum())
+
+
+def float64_chain(seed):
+    a = _values(seed, 2, 3, dtype=torch.float64).requires_grad_()
+    b = _values(seed + 1, 3, dtype=torch.float64).requires_grad_()
+    NAMED["a"], NAMED["b"] = a, b
+    c = (a * b).relu()
+    return (c.sum(0) * b).exp().mean() + (a - 1).abs().sum()
+
+
+def no_graph(kind):
+    w = _values(0, 3).requires_grad_()
+    NAMED["w"] = w
+    if kind == "leaf":
+        return w
+    if kind == "no_grad":
+        with torch.no_grad():
+            return (w * 2).sum()
+    return _values(1, 3) * 2
+'''
+
+
+def build(name: str, *args):
+    """Run the recipe here: (the live tensor or module, the NAMED dict)."""
+    named: dict = {}
+    scope = {"torch": torch, "NAMED": named}
+    exec(compile(GRAPHS, "<graph recipes>", "exec"), scope)
+    return scope[name](*args), named
+
+
+def recipe(name: str, *args) -> Recipe:
+    return Recipe(GRAPHS, name, args)
+
+
+def authoring_check(condition: bool, message: str) -> None:
+    """A broken test is the grader's fault: RuntimeError is reported as an internal error."""
+    if not condition:
+        raise RuntimeError(f"authoring error in {__name__}: {message}")
+
+
+# ---------------------------------------------------------------------------
+# Walks of the live graph: the right one, and the ones learners write by mistake.
+
+def _children(node, reverse=False):
+    """The nodes `node` points to, None left out."""
+    kids = [child for child, _ in node.next_functions if child is not None]
+    return kids[::-1] if reverse else kids
+
+
+def dfs(t, *, once=True, by_name=False, post=False, reverse=False, skip_root=False):
+    """Depth-first pre-order walk from t.grad_fn (the contract's), or a mistaken variant of it."""
+    out, seen = [], set()
+
+    def visit(node):
+        key = type(node).__name__ if by_name else node
+        if once and key in seen:
+            return
+        seen.add(key)
+        if not post:
+            out.append(node)
+        for child in _children(node, reverse):
+            visit(child)
+        if post:
+            out.append(node)
+
+    if t.grad_fn is not None:
+        if skip_root:
+            for child in _children(t.grad_fn):
+                visit(child)
+        else:
+            visit(t.grad_fn)
+    return out
+
+
+def bfs(t):
+    """Breadth-first walk, each node once (a common mistake)."""
+    if t.grad_fn is None:
+        return []
+    out, seen, queue = [], {t.grad_fn}, deque([t.grad_fn])
+    while queue:
+        node = queue.popleft()
+        out.append(node)
+        for child in _children(node):
+            if child not in seen:
+                seen.add(child)
+                queue.append(child)
+    return out
+
+
+def stack_marked_on_push(t):
+    """An iterative walk that marks nodes seen when pushed (not pre-order)."""
+    if t.grad_fn is None:
+        return []
+    out, seen, stack = [], {t.grad_fn}, [t.grad_fn]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        for child in reversed(_children(node)):
+            if child not in seen:
+                seen.add(child)
+                stack.append(child)
+    return out
+
+
+def names(nodes) -> list[str]:
+    """The nodes' names, as graph_nodes returns them."""
+    return [type(n).__name__ for n in nodes]
+
+
+def _dedup(items):
+    return list(dict.fromkeys(items))
+
+
+def walk_mistakes(t):
+    """hint -> the node list that mistake gives (for graph_nodes and leaf_tensors)."""
+    return {
+        "this is breadth first (level by level). Walk depth first: after listing a node, walk the "
+        "whole sub-graph of its first child before its second child (a recursive visit(node)).":
+            bfs(t),
+        "a node is listed more than once. A node reached along two arrows (a tensor used twice) "
+        "is one node: keep a set of the nodes already seen and skip them.":
+            dfs(t, once=False),
+        "nodes that are different but share a name were merged. Remember the nodes themselves in "
+        "your `seen` set, not their names: a graph can have two AddmmBackward0 nodes.":
+            dfs(t, by_name=True),
+        "this is post-order (children before their parent). Pre-order lists a node first, then "
+        "walks its children.": dfs(t, post=True),
+        "the children are walked last to first. Follow node.next_functions in order (with a "
+        "stack, push them in reverse).": dfs(t, reverse=True),
+        "the walk marks nodes as seen when it puts them on the stack; mark them when it visits "
+        "them, or use a recursive visit(node).": stack_marked_on_push(t),
+        "t.grad_fn itself is missing: the list starts with the root node.": dfs(t, skip_root=True),
+    }
+
+
+class Shown:
+    """An argument as the learner's messages should show it (`describe` falls back to repr)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+SKIP_NONE = ("skip None: t.grad_fn is None for a tensor without a graph, and next_functions "
+             "holds None for inputs that need no gradient.")
+
+
+def call_walk(student, function: str, name: str, args: tuple, about: str):
+    """The learner's graph_nodes / leaf_tensors for the recipe's tensor, or a failed test."""
+    reply = student.call(function, recipe(name, *args))
+    about = about or name
+    hint = f"Here {about}." if about.startswith("t = ") else f"t here is {about}."
+    if reply.status == "exception" and "NoneType" in reply.exception.message:
+        hint += " " + SKIP_NONE[0].upper() + SKIP_NONE[1:]
+    return student.result(function, reply, (Shown("t"),), hint=hint)
+
+
+def _show(items: list) -> str:
+    text = ", ".join(map(str, items))
+    return f"[{text}]" if len(text) < 400 else f"[{text[:400]}, ...] ({len(items)} items)"
+
+
+# ---------------------------------------------------------------------------
+# graph_nodes
+
+def check_graph_nodes(student, name: str, *args, about: str = ""):
+    t, _ = build(name, *args)
+    expected = names(dfs(t))
+    got = call_walk(student, "graph_nodes", name, args, about)
+    what = f"graph_nodes(t) for {about or name}"
+    if isinstance(got, (list, tuple)) and got and all(isinstance(g, Unsupported) for g in got):
+        fail(f"{what} returned a list of node objects; return their names, "
+             f"type(node).__name__, e.g. {expected[0]!r}.")
+    if not isinstance(got, (list, tuple)) or not all(isinstance(g, str) for g in got):
+        kind = got.type_name if isinstance(got, Unsupported) else type(got).__name__
+        fail(f"{what} returned a {kind}; expected a list of node names (strings), "
+             f"here {_show(expected)}.")
+    got = list(got)
+    if got == expected:
+        return
+    hint = ""
+    for text, wrong in walk_mistakes(t).items():
+        if names(wrong) == got and names(wrong) != expected:
+            hint = f"\nHint: {text}"
+            break
+    if not hint and got == _dedup(names(dfs(t, once=False))):
+        hint = ("\nHint: nodes that are different but share a name were merged: keep the nodes "
+                "themselves in your `seen` set, not their names.")
+    first = next((i for i, (g, e) in enumerate(zip(got, expected)) if g != e),
+                 min(len(got), len(expected)))
+    fail(f"{what} returned {len(got)} names, {_show(got)}; expected {len(expected)}, "
+         f"{_show(expected)} (first difference at position {first}).{hint}")
+
+
+@graded("graph_nodes", points=1, visible=True)
+def test_graph_nodes_notebook_graphs(student):
+    """the notebook's graphs sum(w * x + b) and sum(sin(a) cos(a)), depth first"""
+    check_graph_nodes(student, "affine_sum", 0, about="t = sum(w * x + b)")
+    check_graph_nodes(student, "sin_cos", 1, about="t = sum(sin(a) cos(a)), a = exp(w)")
+
+
+@graded("graph_nodes", points=1, visible=True)
+def test_graph_nodes_no_grad_fn(student):
+    """a tensor without grad_fn (a leaf, a result computed under no_grad, plain data) gives []"""
+    for kind in ("leaf", "no_grad", "data"):
+        check_graph_nodes(student, "no_graph", kind, about=f"a tensor without grad_fn ({kind})")
+
+
+@graded("graph_nodes", points=1)
+def test_graph_nodes_mlp(student):
+    """the loss of a 2-layer network: depth first differs from breadth first"""
+    t, _ = build("mlp_loss", 3, 5, 3, 4, 2)
+    authoring_check(names(dfs(t)) != names(bfs(t)), "mlp_loss must tell DFS from BFS")
+    check_graph_nodes(student, "mlp_loss", 3, 5, 3, 4, 2,
+                      about="the MSE loss of nn.Sequential(Linear(3, 4), ReLU(), Linear(4, 2))")
+
+
+@graded("graph_nodes", points=1)
+def test_graph_nodes_shared(student):
+    """nodes reached twice (a tensor used twice, a layer used twice) are listed once"""
+    for name in ("shared_product", "tied_layer"):
+        t, _ = build(name, 4)
+        authoring_check(len(dfs(t, once=False)) > len(dfs(t)), f"{name} must reach a node twice")
+    check_graph_nodes(student, "shared_product", 4, about="t = sum(h * h + tanh(h)), h = w * x")
+    check_graph_nodes(student, "tied_layer", 4,
+                      about="the same nn.Linear applied twice (tied weights)")
+
+
+@graded("graph_nodes", points=1)
+def test_graph_nodes_other_graphs(student):
+    """a 1-D input to nn.Linear, an input that requires grad, a float64 graph"""
+    check_graph_nodes(student, "linear_1d", 5, about="nn.Linear(3, 2) applied to a 1-D input")
+    check_graph_nodes(student, "input_leaf", 6, about="a graph where the input x requires grad")
+    check_graph_nodes(student, "float64_chain", 7, about="a float64 graph")
+
+
+# ---------------------------------------------------------------------------
+# leaf_tensors
+
+def _origins(named: dict) -> dict[int, str]:
+    """id(tensor) -> the name the sandbox reports as its origin."""
+    out = {}
+    for key, value in named.items():
+        if isinstance(value, torch.Tensor):
+            out[id(value)] = key
+        elif isinstance(value, torch.nn.Module):
+            out.update({id(p): f"{key}.{n}" for n, p in value.named_parameters()})
+    return out
+
+
+def _leaf_origins(nodes, origin_of) -> list[str]:
+    return [origin_of[id(n.variable)] for n in nodes if hasattr(n, "variable")]
+
+
+def check_leaf_tensors(student, name: str, *args, about: str = ""):
+    t, named = build(name, *args)
+    origin_of = _origins(named)
+    leaves = [n.variable for n in dfs(t) if hasattr(n, "variable")]
+    authoring_check(all(id(v) in origin_of for v in leaves), f"{name} keeps a leaf out of NAMED")
+    expected = [origin_of[id(v)] for v in leaves]
+    got = call_walk(student, "leaf_tensors", name, args, about)
+    what = f"leaf_tensors(t) for {about or name}"
+    if not isinstance(got, (list, tuple)):
+        kind = got.type_name if isinstance(got, Unsupported) else type(got).__name__
+        fail(f"{what} returned a {kind}; expected a list of tensors ({len(expected)} here).")
+    for i, item in enumerate(got):
+        if isinstance(item, str):
+            fail(f"{what}: item {i} is the string {item!r}; return the leaf tensors themselves "
+                 "(node.variable of each AccumulateGrad node), not names.")
+        if not isinstance(item, torch.Tensor):
+            kind = item.type_name if isinstance(item, Unsupported) else type(item).__name__
+            fail(f"{what}: item {i} is a {kind}, not a tensor. An AccumulateGrad node keeps its "
+                 "leaf in node.variable: return that.")
+    got_origins = [g.info.origin for g in got]
+    if got_origins == expected:
+        return
+    described = [o if o is not None else f"a new tensor {tuple(g.shape)}" for o, g in zip(got_origins, got)]
+    hint = ""
+    if None in got_origins:
+        hint = ("\nHint: some of the tensors are copies, not the leaves themselves. Return "
+                "node.variable as it is: .clone(), .detach(), .data or torch.tensor(...) make a "
+                "new tensor object, and an optimizer could not update the model through it.")
+    else:
+        for text, wrong in walk_mistakes(t).items():
+            if _leaf_origins(wrong, origin_of) == got_origins != expected:
+                hint = f"\nHint: {text}"
+                break
+    fail(f"{what} returned {_show(described)}; expected the leaves {_show(expected)}, in "
+         f"this order, each the very tensor object (compared with `is`).{hint}")
+
+
+@graded("leaf_tensors", points=1, visible=True)
+def test_leaf_tensors_notebook_graphs(student):
+    """the leaves of sum(w * x + b) and of a 2-layer network's loss are the tensors themselves"""
+    check_leaf_tensors(student, "affine_sum", 0, about="t = sum(w * x + b)")
+    check_leaf_tensors(student, "mlp_loss", 1, 5, 3, 4, 2,
+                       about="the MSE loss of nn.Sequential(Linear(3, 4), ReLU(), Linear(4, 2))")
+
+
+@graded("leaf_tensors", points=1, visible=True)
+def test_leaf_tensors_no_grad_fn(student):
+    """a tensor without grad_fn gives []"""
+    for kind in ("leaf", "no_grad", "data"):
+        check_leaf_tensors(student, "no_graph", kind, about=f"a tensor without grad_fn ({kind})")
+
+
+@graded("leaf_tensors", points=1)
+def test_leaf_tensors_shared(student):
+    """a parameter reached twice (tied weights, a tensor used twice) is listed once"""
+    check_leaf_tensors(student, "tied_layer", 2, about="the same nn.Linear applied twice")
+    check_leaf_tensors(student, "shared_product", 3, about="t = sum(h * h + tanh(h)), h = w * x")
+    check_leaf_tensors(student, "sin_cos", 4, about="t = sum(sin(a) cos(a)), a = exp(w)")
+
+
+@graded("leaf_tensors", points=1)
+def test_leaf_tensors_order(student):
+    """inputs that require grad are leaves too; order of the depth-first walk; float64"""
+    t, named = build("input_leaf", 5)
+    origin_of = _origins(named)
+    authoring_check(_leaf_origins(dfs(t), origin_of) != _leaf_origins(bfs(t), origin_of),
+                    "input_leaf must tell DFS from BFS")
+    check_leaf_tensors(student, "input_leaf", 5, about="a graph where the input x requires grad")
+    check_leaf_tensors(student, "float64_chain", 6, about="a float64 graph")
+    check_leaf_tensors(student, "linear_1d", 7, about="nn.Linear(3, 2) applied to a 1-D input")
+
+
+# ---------------------------------------------------------------------------
+# hidden_grad
+
+def reference_hidden_grad(seed, sizes, x, y, dtype):
+    """(dL/dh, dL/dz, {parameter name: its .grad}) for a fresh copy of the recipe's model."""
+    model, _ = build("mlp_model", seed, *sizes, dtype)
+    z = model[0](x)
+    z.retain_grad()
+    h = model[1](z)
+    h.retain_grad()
+    F.mse_loss(model[2](h), y).backward()
+    grads = {f"model.{n}": p.grad for n, p in model.named_parameters()}
+    return h.grad, z.grad, grads, model
+
+
+NO_RETAIN = ("h is not a leaf, so backward() does not keep its gradient and h.grad stays None. "
+             "Call h.retain_grad() before L.backward() (or register a hook on h).")
+
+
+def call_hidden_grad(student, seed, sizes, x, y, dtype=F32):
+    reply = student.call("hidden_grad", recipe("mlp_model", seed, *sizes, dtype), x, y)
+    model_arg = Shown(f"nn.Sequential(Linear({sizes[0]}, {sizes[1]}), ReLU(), Linear({sizes[1]}, {sizes[2]}))")
+    hint = ""
+    if reply.status == "exception" and "backward through the graph a second time" in reply.exception.message:
+        hint = "call L.backward() once; everything you need is kept after that single call."
+    value = student.result("hidden_grad", reply, (model_arg, x, y), hint=hint)
+    return reply, value
+
+
+def check_hidden_grad(student, seed, sizes, x, y, dtype=F32, about=""):
+    dh, dz, _, model = reference_hidden_grad(seed, sizes, x, y, dtype)
+    reply, got = call_hidden_grad(student, seed, sizes, x, y, dtype)
+    what = f"hidden_grad(model, x, y) for {about}"
+    if got is None:
+        fail(f"{what} returned None.\nHint: {NO_RETAIN}")
+    with torch.no_grad():
+        y_hat = model(x)
+    mistakes = {
+        "this is dL/dz, the gradient before the ReLU (the output of model[0]). h is the output "
+        "of model[1], after the ReLU.": lambda: dz,
+        "this is twice dL/dh: gradients add up, and backward() ran twice. Call L.backward() "
+        "once.": lambda: 2 * dh,
+        "the loss was summed, not averaged: F.mse_loss (mean) divides by the number of entries, "
+        "N · out.": lambda: dh * y_hat.numel(),
+        "the loss was averaged over the batch only; F.mse_loss divides by every entry, N · out.":
+            lambda: dh * (y_hat.numel() / y_hat.shape[0] if y_hat.dim() == 2 else 1.0),
+        "this is dL/dŷ (the gradient at the output), not dL/dh.":
+            lambda: 2 * (y_hat - y) / y_hat.numel(),
+    }
+    expect_tensor(got, dh, what, mistakes=mistakes)
+    return reply
+
+
+@graded("hidden_grad", points=1, visible=True)
+def test_hidden_grad_batch(student):
+    """dL/dh matches autograd for a batch of 6 (3 inputs, 4 hidden units, 2 outputs)"""
+    x, y = rand(6, 3, seed=40), rand(6, 2, seed=41)
+    check_hidden_grad(student, 40, (3, 4, 2), x, y, about="a batch of 6")
+
+
+@graded("hidden_grad", points=1, visible=True)
+def test_hidden_grad_parameter_grads(student):
+    """every parameter's .grad afterwards is what L.backward() gives"""
+    sizes, x, y = (3, 5, 2), rand(7, 3, seed=50), rand(7, 2, seed=51)
+    _, _, expected, _ = reference_hidden_grad(50, sizes, x, y, F32)
+    reply, _ = call_hidden_grad(student, 50, sizes, x, y)
+    for name, grad in expected.items():
+        param = reply.named_after[name]
+        what = f"{name}.grad after hidden_grad(model, x, y)"
+        if param.info.grad is None:
+            fail(f"{what} is None, but L.backward() would have filled it.\nHint: compute the loss "
+                 "from the model's own layers without detaching anything, and call L.backward() "
+                 "(torch.autograd.grad computes gradients without storing them in .grad); do not "
+                 "clear the gradients afterwards.")
+        expect_tensor(param.info.grad, grad, what, mistakes={
+            "this is twice what one L.backward() gives: gradients add up in .grad. Call "
+            "L.backward() once.": lambda grad=grad: 2 * grad})
+
+
+@graded("hidden_grad", points=1)
+def test_hidden_grad_inactive_units(student):
+    """with ReLU units switched off, the answer is dL/dh (after the ReLU), not dL/dz"""
+    sizes, x, y = (4, 6, 3), rand(9, 4, seed=60), rand(9, 3, seed=61)
+    dh, dz, _, _ = reference_hidden_grad(60, sizes, x, y, F32)
+    authoring_check(bool((dz == 0).any()) and not torch.allclose(dh, dz), "some units must be off")
+    check_hidden_grad(student, 60, sizes, x, y, about="a batch where some ReLU units are off")
+
+
+@graded("hidden_grad", points=1)
+def test_hidden_grad_float64(student):
+    """float64 model and data, other sizes"""
+    sizes = (5, 3, 4)
+    x, y = rand(11, 5, seed=70, dtype=F64), rand(11, 4, seed=71, dtype=F64)
+    check_hidden_grad(student, 70, sizes, x, y, F64, about="a float64 model and batch")
+
+
+@graded("hidden_grad", points=1)
+def test_hidden_grad_single_sample(student):
+    """a single 1-D sample x of shape (in,)"""
+    sizes, x, y = (3, 4, 2), rand(3, seed=80), rand(2, seed=81)
+    check_hidden_grad(student, 80, sizes, x, y, about="a single sample x of shape (3,)")
