@@ -107,7 +107,9 @@ def _call(namespace: dict, request: dict) -> dict:
     inputs = [pt for label, a in zip(labels, args) for pt in _tensors(a, label, [])]
     inputs += [pt for k, v in kwargs.items() for pt in _tensors(v, k, [])]
     before = [(p, t, t.detach().clone()) for p, t in inputs]
-    origins = {id(t): p for p, t in inputs}
+    # Origins are positional ("arg0[2]"): they must not depend on how the learner named things.
+    origins = {id(t): p for i, a in enumerate(args) for p, t in _tensors(a, f"arg{i}", [])}
+    origins.update({id(t): p for k, v in kwargs.items() for p, t in _tensors(v, k, [])})
     for key, obj in named.items():
         origins.update({id(t): p for p, t in _tensors(obj, key, [])})
 

@@ -56,6 +56,8 @@ class TensorInfo:
     grad_fn: str | None
     grad: torch.Tensor | None
     origin: str | None
+    """Which object passed in this tensor *is*: "arg0", "arg0[2]" (by position), or a key of
+    a Recipe's NAMED ("model.0.weight"); None for a new tensor."""
 
 
 def encode(value: Any, origin_of: Callable[[Any], str | None] | None = None) -> Any:

@@ -9,7 +9,7 @@ def rand(*shape: int, seed: int, dtype: torch.dtype = torch.float32, low: float 
          high: float = 1.0) -> torch.Tensor:
     """Uniform values in [low, high) from a private generator seeded with `seed`."""
     gen = torch.Generator().manual_seed(seed)
-    return (torch.rand(*shape, generator=gen, dtype=torch.float64) * (high - low) + low).to(dtype)
+    return (torch.rand(shape, generator=gen, dtype=torch.float64) * (high - low) + low).to(dtype)
 
 
 def away_from_zero(*shape: int, seed: int, dtype: torch.dtype = torch.float32,

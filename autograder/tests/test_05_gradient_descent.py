@@ -26,16 +26,11 @@ def make_params(shapes, seed, dtype=F32, without_grad=()):
     """Leaf tensors that require grad, each with a .grad (except the indices in without_grad)."""
     params = []
     for i, shape in enumerate(shapes):
-        p = _rand(shape, seed + i, dtype).requires_grad_()
+        p = rand(*shape, seed=seed + i, dtype=dtype).requires_grad_()
         if i not in without_grad:
-            p.grad = _rand(shape, seed + 100 + i, dtype)
+            p.grad = rand(*shape, seed=seed + 100 + i, dtype=dtype)
         params.append(p)
     return params
-
-
-def _rand(shape, seed, dtype):
-    """rand() for any shape, 0-d included (data.rand needs at least one size)."""
-    return rand(*(shape or (1,)), seed=seed, dtype=dtype).reshape(shape)
 
 
 def torch_sgd(params, lr):
@@ -106,7 +101,7 @@ def check_same_leaves(after):
     """Fail unless every entry is still the tensor object passed in, a leaf that requires grad."""
     for i, t in enumerate(after):
         info = getattr(t, "info", None)
-        same = info is not None and info.origin is not None and info.origin.endswith(f"[{i}]")
+        same = info is not None and info.origin is not None and info.origin == f"arg0[{i}]"
         if not same:
             detail = ""
             if info is not None:
