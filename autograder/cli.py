@@ -24,6 +24,8 @@ def _parser() -> argparse.ArgumentParser:
     demo = commands.add_parser("demo", help="(instructor) the nbgrader pipeline on the sample submissions")
     demo.add_argument("assignments", nargs="*", help="assignment ids (default: all with a source notebook)")
     demo.add_argument("--jobs", type=int, help="worker processes for the grader")
+    demo.add_argument("--all", action="store_true", dest="every",
+                      help="every sample submission (default: a share covering every function)")
     return parser
 
 
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         return build(args.assignments)
     if args.command == "demo":
         from autograder.demo import demo
-        return demo(args.assignments, args.jobs)
+        return demo(args.assignments, args.jobs, args.every)
     from autograder.server import warm_up
     warm_up()
     from autograder.notebook import NotGradable
@@ -54,10 +56,18 @@ def main(argv: list[str] | None = None) -> int:
         return _error(f"the grader itself is broken: {error}", 3)
 
 
+def _warn_internal(graded) -> None:
+    errors = sorted({r.internal_error for g in graded for r in g.results if r.internal_error})
+    for error in errors:
+        print(f"warning: a hidden test broke (scored 0; not the learner's fault): {error}",
+              file=sys.stderr)
+
+
 def _grade_one(args) -> int:
     from autograder import report
     from autograder.grading import grade_notebook
     graded = grade_notebook(args.path, set(args.only) if args.only else None)
+    _warn_internal([graded])
     if args.json:
         report.write_json(report.results_json(graded.results), args.json)
     if not args.quiet:
@@ -80,6 +90,7 @@ def _grade_folder(args) -> int:
         return _error(f"{args.path}: no <student>/<assignment>/*.ipynb submissions found")
     with tqdm(total=total, unit="notebook", file=sys.stderr) as bar:
         graded = grade_folder(args.path, args.jobs, progress=bar.update)
+    _warn_internal(graded)
     rows = []
     for g in graded:
         report.write_json(report.results_json(g.results, error=g.error),

@@ -26,7 +26,7 @@ def _step(message: str) -> None:
     print(f"\n== {message}", flush=True)
 
 
-def demo(assignments: list[str] | None = None, jobs: int | None = None) -> int:
+def demo(assignments: list[str] | None = None, jobs: int | None = None, every: bool = False) -> int:
     chosen = assignments or [a for a in ASSIGNMENTS if ASSIGNMENTS[a].source.is_file()]
     _step(f"nbgrader generate_assignment ({', '.join(chosen)})")
     for assignment in chosen:
@@ -36,14 +36,17 @@ def demo(assignments: list[str] | None = None, jobs: int | None = None) -> int:
             return 1
     submitted = ROOT / "submitted"
     shutil.rmtree(submitted, ignore_errors=True)
-    scenarios = write_submitted(submitted, chosen)
-    _step(f"{len(scenarios)} sample submissions written to submitted/")
+    scenarios = write_submitted(submitted, chosen, share=not every)
+    share = "all" if every else "a representative share (--all for every one)"
+    _step(f"{len(scenarios)} sample submissions, {share}, written to submitted/")
     for s in scenarios:
         print(f"  {s.assignment}/{s.student}: {s.about}")
 
-    _step("nbgrader autograde (scores go to gradebook.db)")
+    _step("nbgrader autograde (scores go to gradebook.db; about 10 s per notebook)")
     start = time.perf_counter()
     for assignment in chosen:
+        count = sum(s.assignment == assignment for s in scenarios)
+        print(f"  {assignment}: {count} notebooks", flush=True)
         _run("nbgrader", "autograde", assignment, "--force", "--log-level=ERROR")
     nbgrader_seconds = time.perf_counter() - start
     _run("nbgrader", "export", "--log-level=ERROR")

@@ -35,6 +35,8 @@ class TestResult:
     """True when the test mirrors a check the learner can see in the notebook."""
     manual: bool = False
     """A written answer: 0 here, graded by hand in nbgrader's formgrader."""
+    internal_error: str = ""
+    """For the operator: the test itself broke (not the learner's fault); scored 0."""
 
     @property
     def passed(self) -> bool:
@@ -53,7 +55,6 @@ class GraderPlugin:
         self.submissions = submissions
         self.only = only
         self.results: dict[str, list[TestResult]] = {s.key: [] for s in submissions}
-        self.internal_errors: list[str] = []
 
     def pytest_configure(self, config):
         config.addinivalue_line("markers", "graded(function, points=1, visible=False): a scored hidden test")
@@ -89,7 +90,7 @@ class GraderPlugin:
         function, points, visible = _marker(item)
         submission = item.callspec.params["student"]
         doc = (item.function.__doc__ or item.name).strip().splitlines()[0]
-        message = ""
+        message, internal = "", ""
         if report.outcome != "passed":
             error = call.excinfo.value if call.excinfo else None
             if isinstance(error, (AssertionError, pytest.fail.Exception)):
@@ -97,10 +98,10 @@ class GraderPlugin:
             else:
                 message = ("The grader could not check this (internal error); your instructor "
                            "has been told.")
-                self.internal_errors.append(f"{item.nodeid}: {call.excinfo.exconly() if call.excinfo else report.outcome}")
+                internal = f"{item.nodeid}: {call.excinfo.exconly() if call.excinfo else report.outcome}"
         self.results[submission.key].append(TestResult(
             function, f"{function}: {doc}", points, points if report.outcome == "passed" else 0.0,
-            message, visible))
+            message, visible, internal_error=internal))
 
 
 def run_tests(submissions: list[Submission], only: set[str] | None = None) -> GraderPlugin:

@@ -54,6 +54,26 @@ def load_scenarios(assignment: str) -> list[Scenario]:
             for s in data["student"]]
 
 
+def representative(scenarios: list[Scenario]) -> list[Scenario]:
+    """A share that exercises every graded function: all of section 1 (the model), and
+    elsewhere the solution, the unanswered release and, for each function, the first
+    sample that costs it points."""
+    full = {s.assignment: s.expect for s in scenarios if s.student == "solution"}
+    chosen = [s for s in scenarios
+              if s.assignment == "01_linear_algebra" or s.student in ("solution", "unanswered")]
+    covered = set()
+    for s in scenarios:
+        if s.student == "unanswered":
+            continue
+        costs = {(s.assignment, f) for f, v in s.expect.items()
+                 if v < full.get(s.assignment, {}).get(f, float("inf"))}
+        if costs - covered:
+            covered |= costs
+            if s not in chosen:
+                chosen.append(s)
+    return chosen
+
+
 def _answer_id(cell) -> str | None:
     meta = cell.metadata.get("nbgrader", {})
     return meta.get("grade_id") if meta.get("solution") and cell.cell_type == "code" else None
@@ -78,16 +98,17 @@ def submission_notebook(scenario: Scenario, root: Path = ROOT) -> nbformat.Noteb
 
 
 def write_submitted(dest: Path, assignments: list[str] | None = None,
-                    only_nbgrader: bool = False) -> list[Scenario]:
-    """Write nbgrader's submitted/<student>/<assignment>/<notebook> layout; return the scenarios."""
+                    share: bool = False) -> list[Scenario]:
+    """Write nbgrader's submitted/<student>/<assignment>/<notebook> layout; return the scenarios.
+
+    With `share`, only the `representative` share of the samples.
+    """
+    scenarios = [s for a in assignments or list(ASSIGNMENTS) for s in load_scenarios(a)]
     written = []
-    for assignment in assignments or list(ASSIGNMENTS):
-        for scenario in load_scenarios(assignment):
-            if only_nbgrader and not scenario.nbgrader:
-                continue
-            a = ASSIGNMENTS[assignment]
-            out = dest / scenario.student / assignment / a.notebook
-            out.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(submission_notebook(scenario), out)
-            written.append(scenario)
+    for scenario in representative(scenarios) if share else scenarios:
+        a = ASSIGNMENTS[scenario.assignment]
+        out = dest / scenario.student / a.id / a.notebook
+        out.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(submission_notebook(scenario), out)
+        written.append(scenario)
     return written

@@ -16,34 +16,16 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.course import ASSIGNMENTS
+from autograder.samples import representative
 from conftest import BUILT, SCENARIOS, run, tool_env
 
-
-
-def _representative(scenarios):
-    """All of section 1 (the model); elsewhere the solution, the unanswered release and,
-    for each graded function, the first sample that costs it points."""
-    full = {s.assignment: s.expect for s in scenarios if s.student == "solution"}
-    chosen = [s for s in scenarios
-              if s.assignment == "01_linear_algebra" or s.student in ("solution", "unanswered")]
-    covered = set()
-    for s in scenarios:
-        if s.student == "unanswered":
-            continue
-        costs = {(s.assignment, f) for f, v in s.expect.items()
-                 if v < full.get(s.assignment, {}).get(f, float("inf"))}
-        if costs - covered:
-            covered |= costs
-            if s not in chosen:
-                chosen.append(s)
-    return chosen
 
 
 # Every sample takes nbgrader about 10 s (a kernel, the whole notebook, its plots): CI runs a
 # representative share; NBGRADER_ALL=1 runs them all.
 NBGRADER_SCENARIOS = [s for s in SCENARIOS if s.nbgrader]
 if os.environ.get("NBGRADER_ALL") != "1":
-    NBGRADER_SCENARIOS = _representative(NBGRADER_SCENARIOS)
+    NBGRADER_SCENARIOS = representative(NBGRADER_SCENARIOS)
 SHARDS = max(1, min(4, len(os.sched_getaffinity(0))))
 """nbgrader autogrades one notebook at a time: split the students over course copies."""
 

@@ -25,6 +25,7 @@ def by_function(results):
 def test_scenario(scenario, graded):
     g = graded[(scenario.student, scenario.assignment)]
     assert g.error is None, g.error
+    assert not [r.internal_error for r in g.results if r.internal_error], "a hidden test broke"
     scores, maxima, messages = by_function(g.results)
     # Functions a scenario does not mention must keep full marks.
     expected = {f: scenario.expect.get(f, maxima[f]) for f in maxima}
