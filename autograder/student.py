@@ -21,7 +21,7 @@ def describe(value) -> str:
         shape = "(" + ", ".join(map(str, value.shape)) + ("," if value.dim() == 1 else "") + ")"
         return f"{shape} {str(value.dtype).removeprefix('torch.')}"
     if isinstance(value, Recipe):
-        return value.name
+        return value.label or value.name
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, torch.Tensor) for v in value):
         return f"[{len(value)} tensors]"
     if isinstance(value, dict):

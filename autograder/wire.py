@@ -45,6 +45,8 @@ class Recipe:
     source: str
     name: str
     args: tuple = ()
+    label: str = ""
+    """How messages show the argument ("t", "nn.Sequential(...)"); the function name if empty."""
 
 
 @dataclass

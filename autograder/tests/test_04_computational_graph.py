@@ -119,8 +119,8 @@ def build(name: str, *args):
     return scope[name](*args), named
 
 
-def recipe(name: str, *args) -> Recipe:
-    return Recipe(GRAPHS, name, args)
+def recipe(name: str, *args, label: str = "") -> Recipe:
+    return Recipe(GRAPHS, name, args, label)
 
 
 def authoring_check(condition: bool, message: str) -> None:
@@ -224,28 +224,19 @@ def walk_mistakes(t):
     }
 
 
-class Shown:
-    """An argument as the learner's messages should show it (`describe` falls back to repr)."""
-
-    def __init__(self, text: str):
-        self.text = text
-
-    def __repr__(self) -> str:
-        return self.text
-
-
 SKIP_NONE = ("skip None: t.grad_fn is None for a tensor without a graph, and next_functions "
              "holds None for inputs that need no gradient.")
 
 
 def call_walk(student, function: str, name: str, args: tuple, about: str):
     """The learner's graph_nodes / leaf_tensors for the recipe's tensor, or a failed test."""
-    reply = student.call(function, recipe(name, *args))
+    t = recipe(name, *args, label="t")
+    reply = student.call(function, t)
     about = about or name
     hint = f"Here {about}." if about.startswith("t = ") else f"t here is {about}."
     if reply.status == "exception" and "NoneType" in reply.exception.message:
         hint += " " + SKIP_NONE[0].upper() + SKIP_NONE[1:]
-    return student.result(function, reply, (Shown("t"),), hint=hint)
+    return student.result(function, reply, (t,), hint=hint)
 
 
 def _show(items: list) -> str:
@@ -437,8 +428,9 @@ NO_RETAIN = ("h is not a leaf, so backward() does not keep its gradient and h.gr
 
 
 def call_hidden_grad(student, seed, sizes, x, y, dtype=F32):
-    reply = student.call("hidden_grad", recipe("mlp_model", seed, *sizes, dtype), x, y)
-    model_arg = Shown(f"nn.Sequential(Linear({sizes[0]}, {sizes[1]}), ReLU(), Linear({sizes[1]}, {sizes[2]}))")
+    model_arg = recipe("mlp_model", seed, *sizes, dtype, label=f"nn.Sequential(Linear({sizes[0]}, "
+                       f"{sizes[1]}), ReLU(), Linear({sizes[1]}, {sizes[2]}))")
+    reply = student.call("hidden_grad", model_arg, x, y)
     hint = ""
     if reply.status == "exception" and "backward through the graph a second time" in reply.exception.message:
         hint = "call L.backward() once; everything you need is kept after that single call."
