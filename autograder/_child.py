@@ -103,13 +103,15 @@ def _call(namespace: dict, request: dict) -> dict:
         params = list(inspect.signature(function).parameters)
     except (TypeError, ValueError):
         params = []
-    labels = [params[i] if i < len(params) else f"argument {i + 1}" for i in range(len(args))]
-    inputs = [pt for label, a in zip(labels, args) for pt in _tensors(a, label, [])]
-    inputs += [pt for k, v in kwargs.items() for pt in _tensors(v, k, [])]
-    before = [(p, t, t.detach().clone()) for p, t in inputs]
-    # Origins are positional ("arg0[2]"): they must not depend on how the learner named things.
-    origins = {id(t): p for i, a in enumerate(args) for p, t in _tensors(a, f"arg{i}", [])}
-    origins.update({id(t): p for k, v in kwargs.items() for p, t in _tensors(v, k, [])})
+    # Each input tensor gets two paths: the learner's parameter name for messages
+    # ("W", "params[2]") and a positional origin ("arg0[2]") that does not depend on it.
+    inputs = []  # (origin, label, tensor)
+    for i, a in enumerate(args):
+        label = params[i] if i < len(params) else f"argument {i + 1}"
+        inputs += [(p, label + p[len(f"arg{i}"):], t) for p, t in _tensors(a, f"arg{i}", [])]
+    inputs += [(p, p, t) for k, v in kwargs.items() for p, t in _tensors(v, k, [])]
+    before = [(label, t, t.detach().clone()) for _, label, t in inputs]
+    origins = {id(t): origin for origin, _, t in inputs}
     for key, obj in named.items():
         origins.update({id(t): p for p, t in _tensors(obj, key, [])})
 

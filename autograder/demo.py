@@ -65,13 +65,11 @@ def demo(assignments: list[str] | None = None, jobs: int | None = None, every: b
 
     _step("grades (nbgrader gradebook vs python -m autograder)")
     print(f"  {'assignment':26} {'student':22} {'nbgrader':>9} {'autograder':>11}")
-    differ = 0
     for s in scenarios:
         key = (s.student, s.assignment)
         score, max_score = ours.get(key, (float("nan"), 0))
         note = ""
         if theirs.get(key) != score:
-            differ += 1
             note = "  <- the notebook kernel died (os._exit): nbgrader records 0" \
                 if not s.nbgrader else "  <- DIFFERENT"
         print(f"  {s.assignment:26} {s.student:22} {theirs.get(key, 0):9g} "

@@ -41,8 +41,10 @@ def _defined_names(source: str) -> set[str]:
     return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
 
 
-def _is_answer(cell) -> bool:
-    return cell.cell_type == "code" and bool(cell.metadata.get("nbgrader", {}).get("solution"))
+def answer_id(cell) -> str | None:
+    """The grade_id of a code answer cell (nbgrader `solution: true`); None for other cells."""
+    meta = cell.metadata.get("nbgrader", {})
+    return meta.get("grade_id") if cell.cell_type == "code" and meta.get("solution") else None
 
 
 def load_submission(path: str | Path, student: str | None = None) -> Submission:
@@ -55,71 +57,50 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
     except Exception as error:  # nbformat raises several types for a broken file
         raise NotGradable(f"{path}: not a readable notebook ({type(error).__name__})") from None
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
-    answers = [c for c in nb.cells if _is_answer(c)]
-    grade_ids = {c.metadata.get("nbgrader", {}).get("grade_id") for c in answers}
+    answers = {answer_id(c): c.source for c in code_cells if answer_id(c)}
     defined = set().union(*(_defined_names(c.source) for c in code_cells))
     # Answer-cell ids are the strong signal; function definitions the fallback for
     # a notebook whose nbgrader metadata was lost (copied cells into a new file).
-    scores = {a.id: (len(grade_ids & set(a.functions)), len(defined & set(a.functions)))
+    scores = {a.id: (len(set(answers) & set(a.functions)), len(defined & set(a.functions)))
               for a in ASSIGNMENTS.values()}
     best = max(scores, key=scores.get)
     if scores[best] == (0, 0):
         raise NotGradable(f"{path}: not a notebook of this course (no graded function found)")
     assignment = ASSIGNMENTS[best]
-    texts = {_grade_id(c): c.source for c in nb.cells if c.cell_type == "markdown"}
-    written = tuple((grade_id, points, texts.get(grade_id, ""))
-                    for kind, grade_id, points in _manual_cells(assignment.id))
-    return Submission(path, assignment, tuple(_program(assignment, nb)), written=written,
-                      student=student)
+    layout, manual = _source_layout(assignment.id)
+    if answers:
+        # Setup cells (imports, given helpers) come from the trusted source notebook, as
+        # nbgrader's autograde restores locked cells; answer cells from the submission.
+        program = [text if kind == "setup" else answers[text] for kind, text in layout
+                   if kind == "setup" or text in answers]
+    else:
+        # nbgrader metadata lost: the setup cells, then the cells that define graded functions.
+        program = [text for kind, text in layout if kind == "setup"]
+        program += [c.source for c in code_cells if _defined_names(c.source) & set(assignment.functions)]
+    texts = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source
+             for c in nb.cells if c.cell_type == "markdown"}
+    written = tuple((grade_id, points, texts.get(grade_id, "")) for grade_id, points in manual)
+    return Submission(path, assignment, tuple(program), written=written, student=student)
 
 
 @functools.lru_cache(maxsize=None)
-def _manual_cells(assignment_id: str) -> tuple[tuple[str, str, float], ...]:
-    """("written", grade_id, points) of the source notebook's hand-graded markdown answers."""
-    nb = nbformat.read(ASSIGNMENTS[assignment_id].source, as_version=4)
-    return tuple(("written", _grade_id(c), float(c.metadata["nbgrader"]["points"]))
-                 for c in nb.cells if c.cell_type == "markdown"
-                 and c.metadata.get("nbgrader", {}).get("grade")
-                 and c.metadata["nbgrader"].get("solution"))
+def _source_layout(assignment_id: str):
+    """What grading needs from the source notebook, read once per assignment.
 
-
-def _grade_id(cell) -> str | None:
-    return cell.metadata.get("nbgrader", {}).get("grade_id")
-
-
-@functools.lru_cache(maxsize=None)
-def _source_cells(assignment_id: str) -> tuple[tuple[str, str], ...]:
-    """(kind, text) of the source notebook's setup and answer cells, in order."""
-    nb = nbformat.read(ASSIGNMENTS[assignment_id].source, as_version=4)
-    out = []
-    for cell in nb.cells:
-        grade_id = _grade_id(cell) or ""
-        if cell.cell_type == "code" and grade_id.startswith("setup"):
-            out.append(("setup", cell.source))
-        elif _is_answer(cell):
-            out.append(("answer", grade_id))
-    return tuple(out)
-
-
-def _program(assignment: Assignment, nb) -> list[str]:
-    """The code the learner's functions run with, in notebook order.
-
-    Setup cells (imports, given helpers) come from the trusted source notebook,
-    as nbgrader's autograde restores locked cells; answer cells from the submission.
+    Returns the setup and answer cells in order, as ("setup", code) or ("answer", grade_id),
+    and (grade_id, points) of each markdown answer graded by hand.
     """
-    answers = {_grade_id(c): c.source for c in nb.cells if _is_answer(c)}
-    program = []
-    for kind, text in _source_cells(assignment.id):
-        if kind == "setup":
-            program.append(text)
-        elif text in answers:
-            program.append(answers.pop(text))
-    if not any(_is_answer(c) for c in nb.cells):
-        # nbgrader metadata lost (cells copied into a new notebook): take the cells
-        # that define graded functions.
-        program += [c.source for c in nb.cells if c.cell_type == "code"
-                    and _defined_names(c.source) & set(assignment.functions)]
-    return program
+    nb = nbformat.read(ASSIGNMENTS[assignment_id].source, as_version=4)
+    layout, manual = [], []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade_id", "").startswith("setup"):
+            layout.append(("setup", cell.source))
+        elif answer_id(cell):
+            layout.append(("answer", answer_id(cell)))
+        elif cell.cell_type == "markdown" and meta.get("grade") and meta.get("solution"):
+            manual.append((meta["grade_id"], float(meta["points"])))
+    return tuple(layout), tuple(manual)
 
 
 def find_submissions(root: str | Path) -> list[tuple[str, str, Path]]:

@@ -16,6 +16,7 @@ import nbformat
 
 from autograder.build import _SOLUTION_MARKER
 from autograder.course import ASSIGNMENTS, ROOT
+from autograder.notebook import answer_id
 
 SAMPLES = ROOT / "samples"
 
@@ -74,22 +75,17 @@ def representative(scenarios: list[Scenario]) -> list[Scenario]:
     return chosen
 
 
-def _answer_id(cell) -> str | None:
-    meta = cell.metadata.get("nbgrader", {})
-    return meta.get("grade_id") if meta.get("solution") and cell.cell_type == "code" else None
-
-
 def submission_notebook(scenario: Scenario, root: Path = ROOT) -> nbformat.NotebookNode:
     a = ASSIGNMENTS[scenario.assignment]
     release = nbformat.read(root / "release" / a.id / a.notebook, as_version=4)
     source = nbformat.read(root / "source" / a.id / a.notebook, as_version=4)
-    solutions = {_answer_id(c): _SOLUTION_MARKER.sub("", c.source) for c in source.cells if _answer_id(c)}
+    solutions = {answer_id(c): _SOLUTION_MARKER.sub("", c.source) for c in source.cells if answer_id(c)}
     unknown = set(scenario.code) - set(solutions)
     if unknown:
         raise ValueError(f"{scenario.student}: no answer cell with grade_id {sorted(unknown)} "
                          f"in {a.id}")
     for cell in release.cells:
-        grade_id = _answer_id(cell)
+        grade_id = answer_id(cell)
         if grade_id in scenario.code:
             cell.source = scenario.code[grade_id].strip("\n")
         elif grade_id and scenario.answers == "solution":

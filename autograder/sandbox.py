@@ -26,7 +26,6 @@ MEMORY_LIMIT = 2 << 30
 """Bytes of address space the learner may add on top of what torch needs."""
 
 
-
 @dataclass
 class ExceptionInfo:
     """An exception raised by learner code, as plain data."""
