@@ -15,6 +15,10 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--json", type=Path, help="(notebook) write Gradescope results.json here")
     grade.add_argument("--out", type=Path, help="(folder) write <student>/<assignment>.json and grades.csv here")
     grade.add_argument("--jobs", type=int, help="(folder) worker processes (default: usable cores)")
+    grade.add_argument("--shard", metavar="K/N",
+                       help="(folder) grade only the K-th of N shares of the students (see docs/batch.md)")
+    grade.add_argument("--force", action="store_true",
+                       help="(folder) grade again even the notebooks whose result in --out is current")
     grade.add_argument("--only", action="append", metavar="FUNCTION",
                        help="grade only the tests of this function (repeatable)")
     grade.add_argument("--quiet", action="store_true", help="print only the total")
@@ -41,8 +45,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         from autograder.demo import demo
         return demo(args.assignments, args.jobs, args.every)
-    from autograder.server import warm_up
-    warm_up()
+    try:
+        args.shard = _shard(args.shard)
+    except ValueError as error:
+        return _error(str(error))
+    if (args.shard or args.force) and not args.path.is_dir():
+        return _error("--shard and --force apply to grading a folder (with --out DIR)")
+    from autograder.jailer import warm_up
+    if not args.path.is_dir():  # a batch warms up only when it has work (see _grade_folder)
+        warm_up()
     from autograder.notebook import NotGradable
     from autograder.plugin import AuthoringError
     try:
@@ -55,11 +66,27 @@ def main(argv: list[str] | None = None) -> int:
         return _error(f"the grader itself is broken: {error}", 3)
 
 
-def _warn_internal(graded) -> None:
+def _warn_internal(graded, seen: set | None = None) -> None:
+    seen = set() if seen is None else seen
     errors = sorted({r.internal_error for g in graded for r in g.results if r.internal_error})
     for error in errors:
-        print(f"warning: a hidden test broke (scored 0; not the learner's fault): {error}",
-              file=sys.stderr)
+        if error not in seen:
+            seen.add(error)
+            print(f"warning: a hidden test broke (scored 0; not the learner's fault): {error}",
+                  file=sys.stderr)
+
+
+def _shard(text: str | None) -> tuple[int, int] | None:
+    """`K/N` with 1 <= K <= N, or ValueError with the reason."""
+    if text is None:
+        return None
+    k, sep, n = text.partition("/")
+    if not (sep and k.strip().isdigit() and n.strip().isdigit()):
+        raise ValueError(f"--shard {text!r}: expected K/N, e.g. --shard 2/8")
+    k, n = int(k), int(n)
+    if not 1 <= k <= n:
+        raise ValueError(f"--shard {text}: K must be between 1 and N (1 <= K <= {n})")
+    return k, n
 
 
 def _grade_one(args) -> int:
@@ -70,34 +97,57 @@ def _grade_one(args) -> int:
     if args.json:
         report.write_json(report.results_json(graded.results), args.json)
     if not args.quiet:
-        print(f"{args.path}  ({graded.assignment})")
-        print("\n".join(report.summary_lines(graded.results)))
+        _print(f"{args.path}  ({graded.assignment})")
+        for line in report.summary_lines(graded.results):
+            _print(line)
     print(f"score: {graded.score:g} / {graded.max_score:g}")
     return 0
 
 
+def _print(line: str) -> None:
+    """One line on stdout, whatever the learner put in a message (a lone surrogate...)."""
+    sys.stdout.write(line.encode("utf-8", "backslashreplace").decode("utf-8") + "\n")
+    sys.stdout.flush()
+
+
 def _grade_folder(args) -> int:
-    from autograder import report
+    """Grade a submitted/ folder into --out, resuming from the current results there."""
     from tqdm import tqdm
 
-    from autograder.grading import grade_folder
+    from autograder.grading import grade_batch
     from autograder.notebook import find_submissions
     if args.out is None:
         return _error("grading a folder needs --out DIR")
-    total = len(find_submissions(args.path))
-    if total == 0:
+    shard = args.shard
+    if not find_submissions(args.path):
         return _error(f"{args.path}: no <student>/<assignment>/*.ipynb submissions found")
-    with tqdm(total=total, unit="notebook", file=sys.stderr) as bar:
-        graded = grade_folder(args.path, args.jobs, progress=bar.update)
-    _warn_internal(graded)
-    rows = []
-    for g in graded:
-        report.write_json(report.results_json(g.results, error=g.error),
-                          args.out / g.student / f"{g.assignment}.json")
-        rows.append((g.student, g.assignment, g.score, g.max_score))
+    bar, seen, broke = None, set(), []
+
+    def start(count: int) -> None:
+        nonlocal bar
+        if count:  # fail here, once, if no sandbox can be built (the workers start their own)
+            from autograder.jailer import warm_up
+            warm_up()
+        bar = tqdm(total=count, unit="notebook", file=sys.stderr, disable=count == 0)
+
+    def done(task, g) -> None:
+        _warn_internal([g], seen)
+        if g.operator:
+            broke.append(task)
+            tqdm.write(f"warning: {task.path} broke the grader (scored 0, graded again next "
+                       f"run): {g.operator}", file=sys.stderr)
         if not args.quiet:
             note = f"  ({g.error})" if g.error else ""
-            print(f"{g.student:24} {g.assignment:26} {g.score:6g} / {g.max_score:g}{note}")
-    report.write_grades_csv(rows, args.out / "grades.csv")
-    print(f"graded {len(graded)} notebooks; grades in {args.out / 'grades.csv'}")
+            tqdm.write(f"graded {task.student:24} {task.assignment:26} {g.score:6g} / "
+                       f"{g.max_score:g}{note}".encode("utf-8", "backslashreplace").decode(),
+                       file=sys.stdout)
+        bar.update(1)
+
+    batch = grade_batch(args.path, args.out, jobs=args.jobs, shard=shard, force=args.force,
+                        only=set(args.only) if args.only else None, on_result=done, on_start=start)
+    bar.close()
+    share = f" (share {shard[0]}/{shard[1]}: {len(batch.tasks)} notebooks)" if shard else ""
+    _print(f"graded {len(batch.graded)} notebooks, {batch.current} already current{share}"
+           + (f", {len(broke)} broke the grader" if broke else "")
+           + f"; grades in {args.out / 'grades.csv'}")
     return 0

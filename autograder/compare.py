@@ -11,7 +11,7 @@ from typing import Callable, Mapping
 
 import torch
 
-from autograder.wire import Unsupported
+from autograder.jail.wire import Unsupported
 
 __all__ = ["GradingFailure", "expect_tensor", "expect_equal", "fail"]
 

@@ -11,12 +11,15 @@ ROOT = Path(__file__).resolve().parent.parent
 MATRIX_PRODUCTS = frozenset({
     "matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "einsum", "tensordot", "addmm",
     "inner", "dot", "vdot", "linear", "mv", "addmv", "baddbmm", "addbmm", "chain_matmul",
-    "multi_dot", "vecdot", "bilinear",
+    "multi_dot", "vecdot", "bilinear", "_addmm_activation",
 })
-AUTOGRAD = frozenset({"backward", "grad", "vjp", "jacobian", "jvp"})
+"""Python names and, caught at the dispatch level whatever the spelling, ATen operators."""
+AUTOGRAD = frozenset({"backward", "grad", "vjp", "jacobian", "jvp", "hessian",
+                      "autograd_engine", "functorch_transform"})
 ACTIVATIONS = frozenset({
-    "relu", "relu_", "relu6", "threshold", "sigmoid", "sigmoid_", "logsigmoid", "expit",
-    "hardtanh", "leaky_relu", "elu", "gelu", "silu",
+    "relu", "relu_", "relu6", "threshold", "threshold_", "sigmoid", "sigmoid_", "logsigmoid",
+    "log_sigmoid_forward", "expit", "hardtanh", "leaky_relu", "elu", "gelu", "silu",
+    "threshold_backward", "sigmoid_backward", "hardsigmoid",
 })
 
 

@@ -1,9 +1,16 @@
-"""Read a submitted notebook: which assignment it is, and the learner's code."""
+"""Read a submitted notebook: which assignment it is, and the learner's code.
+
+Submissions are untrusted files: anything that is not a readable notebook of
+this course is refused with one line (`NotGradable`), and oddities inside a
+readable one (metadata that is not a dict, a cell without source, a copied
+answer cell, an answer cell turned markdown) are handled, never a traceback.
+"""
 
 from __future__ import annotations
 
 import ast
 import functools
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,9 +18,24 @@ import nbformat
 
 from autograder.course import ASSIGNMENTS, Assignment
 
+MAX_BYTES = 256 << 20
+"""Larger files are refused (a notebook of this course is well under 1 MB without outputs)."""
+
 
 class NotGradable(Exception):
     """The input is not a notebook of this course; the message is one line for the operator."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One code cell as the grader sees it."""
+
+    cell_type: str
+    source: str
+    grade_id: str | None
+    """nbgrader grade_id (None for cells nbgrader does not know)."""
+    solution: bool
+    grade: bool
 
 
 @dataclass(frozen=True)
@@ -22,8 +44,9 @@ class Submission:
 
     path: Path
     assignment: Assignment
-    cells: tuple[str, ...]
-    """The code to run: the source notebook's setup cells and the learner's answer cells."""
+    cells: tuple[dict, ...]
+    """The code to run, in order: the source notebook's setup cells, then the learner's answer
+    cells and the definitions from cells the learner added ({"source", "definitions_only"})."""
     written: tuple[tuple[str, float, str], ...] = ()
     """(grade_id, points, text) of each answer graded by hand (markdown answer cells)."""
     student: str | None = None
@@ -33,10 +56,41 @@ class Submission:
         return f"{self.student or self.path.stem}/{self.assignment.id}"
 
 
+def _text(value) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(v for v in value if isinstance(v, str))
+    return ""
+
+
+def _cells(data) -> list[Cell]:
+    """The cells of a notebook read as plain JSON, tolerating any malformed part."""
+    if isinstance(data, dict) and data.get("nbformat") == 3 and isinstance(data.get("worksheets"), list):
+        try:
+            data = nbformat.v4.upgrade(nbformat.from_dict(data), from_version=3)
+        except Exception:  # noqa: BLE001 - a broken v3 file
+            raise NotGradable("an nbformat 3 notebook that cannot be converted") from None
+    raw = data.get("cells") if isinstance(data, dict) else None
+    if not isinstance(raw, list):
+        raise NotGradable("not a notebook (no list of cells)")
+    out = []
+    for cell in raw:
+        if not isinstance(cell, dict):
+            continue
+        metadata = cell.get("metadata")
+        meta = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+        meta = meta if isinstance(meta, dict) else {}
+        grade_id = meta.get("grade_id") if isinstance(meta.get("grade_id"), str) else None
+        out.append(Cell(str(cell.get("cell_type")), _text(cell.get("source")), grade_id,
+                        meta.get("solution") is True, meta.get("grade") is True))
+    return out
+
+
 def _defined_names(source: str) -> set[str]:
     try:
         tree = ast.parse(source)
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
     return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
 
@@ -47,60 +101,92 @@ def answer_id(cell) -> str | None:
     return meta.get("grade_id") if cell.cell_type == "code" and meta.get("solution") else None
 
 
-def load_submission(path: str | Path, student: str | None = None) -> Submission:
-    """Read `path` and recognise its assignment from its content."""
+def read_cells(path: str | Path) -> list[Cell]:
+    """The cells of the notebook at `path`, or NotGradable with one line saying why not."""
     path = Path(path)
     if not path.is_file():
         raise NotGradable(f"{path}: no such file")
+    if path.stat().st_size > MAX_BYTES:
+        raise NotGradable(f"{path}: {path.stat().st_size >> 20} MB is too large for a notebook")
+    raw = path.read_bytes()
+    if not raw.strip():
+        raise NotGradable(f"{path}: the file is empty")
     try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception as error:  # nbformat raises several types for a broken file
-        raise NotGradable(f"{path}: not a readable notebook ({type(error).__name__})") from None
-    code_cells = [c for c in nb.cells if c.cell_type == "code"]
-    answers = {answer_id(c): c.source for c in code_cells if answer_id(c)}
-    defined = set().union(*(_defined_names(c.source) for c in code_cells))
-    # Answer-cell ids are the strong signal; function definitions the fallback for
-    # a notebook whose nbgrader metadata was lost (copied cells into a new file).
-    scores = {a.id: (len(set(answers) & set(a.functions)), len(defined & set(a.functions)))
+        data = json.loads(raw.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        raise NotGradable(f"{path}: not a readable notebook (invalid JSON)") from None
+    try:
+        return _cells(data)
+    except NotGradable as error:
+        raise NotGradable(f"{path}: {error}") from None
+
+
+def recognise(cells: list[Cell]) -> Assignment | None:
+    """The assignment these cells belong to, from answer-cell ids, else from function names."""
+    answers = {c.grade_id for c in cells if c.cell_type == "code" and c.solution and c.grade_id}
+    defined = set().union(*(_defined_names(c.source) for c in cells if c.cell_type == "code"))
+    scores = {a.id: (len(answers & set(a.functions)), len(defined & set(a.functions)))
               for a in ASSIGNMENTS.values()}
     best = max(scores, key=scores.get)
-    if scores[best] == (0, 0):
+    return None if scores[best] == (0, 0) else ASSIGNMENTS[best]
+
+
+def load_submission(path: str | Path, student: str | None = None) -> Submission:
+    """Read `path` and recognise its assignment from its content."""
+    path = Path(path)
+    cells = read_cells(path)
+    assignment = recognise(cells)
+    if assignment is None:
         raise NotGradable(f"{path}: not a notebook of this course (no graded function found)")
-    assignment = ASSIGNMENTS[best]
-    layout, manual = _source_layout(assignment.id)
-    if answers:
-        # Setup cells (imports, given helpers) come from the trusted source notebook, as
-        # nbgrader's autograde restores locked cells; answer cells from the submission.
-        program = [text if kind == "setup" else answers[text] for kind, text in layout
-                   if kind == "setup" or text in answers]
-    else:
-        # nbgrader metadata lost: the setup cells, then the cells that define graded functions.
-        program = [text for kind, text in layout if kind == "setup"]
-        program += [c.source for c in code_cells if _defined_names(c.source) & set(assignment.functions)]
-    texts = {c.metadata.get("nbgrader", {}).get("grade_id"): c.source
-             for c in nb.cells if c.cell_type == "markdown"}
-    written = tuple((grade_id, points, texts.get(grade_id, "")) for grade_id, points in manual)
+    source = _source(assignment.id)
+    # Setup cells (imports, given helpers) come from the trusted source notebook, as nbgrader's
+    # autograde restores locked cells; then, in the learner's order, their answer cells (a copied
+    # answer cell too: the later definition wins, as in the notebook) and, from cells they added,
+    # only the imports and definitions (a helper they wrote; no demo code that may run for long).
+    program = [{"source": s, "definitions_only": False} for s in source.setup]
+    has_answers = any(c.grade_id in source.answers for c in cells if c.cell_type == "code")
+    for cell in cells:
+        if cell.cell_type != "code" or cell.grade_id in source.setup_ids:
+            continue
+        if cell.grade_id in source.answers and cell.solution:
+            program.append({"source": cell.source, "definitions_only": False})
+        elif cell.grade_id is None and cell.source.strip() not in source.known:
+            if has_answers or _defined_names(cell.source) & set(assignment.functions):
+                program.append({"source": cell.source, "definitions_only": True})
+    texts = {c.grade_id: c.source for c in cells if c.cell_type == "markdown" and c.grade_id}
+    written = tuple((grade_id, points, texts.get(grade_id, "")) for grade_id, points in source.manual)
     return Submission(path, assignment, tuple(program), written=written, student=student)
 
 
-@functools.lru_cache(maxsize=None)
-def _source_layout(assignment_id: str):
-    """What grading needs from the source notebook, read once per assignment.
+@dataclass(frozen=True)
+class _Source:
+    setup: tuple[str, ...]
+    setup_ids: frozenset[str]
+    answers: frozenset[str]
+    known: frozenset[str]
+    """Stripped sources of the source notebook's code cells but answers (instructor code)."""
+    manual: tuple[tuple[str, float], ...]
 
-    Returns the setup and answer cells in order, as ("setup", code) or ("answer", grade_id),
-    and (grade_id, points) of each markdown answer graded by hand.
-    """
+
+@functools.lru_cache(maxsize=None)
+def _source(assignment_id: str) -> _Source:
+    """What grading needs from the source notebook, read once per assignment."""
     nb = nbformat.read(ASSIGNMENTS[assignment_id].source, as_version=4)
-    layout, manual = [], []
+    setup, setup_ids, answers, known, manual = [], set(), set(), set(), []
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("grade_id", "").startswith("setup"):
-            layout.append(("setup", cell.source))
-        elif answer_id(cell):
-            layout.append(("answer", answer_id(cell)))
+        if cell.cell_type == "code":
+            if meta.get("grade_id", "").startswith("setup"):
+                setup.append(cell.source)
+                setup_ids.add(meta["grade_id"])
+            if answer_id(cell):
+                answers.add(answer_id(cell))
+            else:
+                known.add(cell.source.strip())
         elif cell.cell_type == "markdown" and meta.get("grade") and meta.get("solution"):
             manual.append((meta["grade_id"], float(meta["points"])))
-    return tuple(layout), tuple(manual)
+    return _Source(tuple(setup), frozenset(setup_ids), frozenset(answers), frozenset(known),
+                   tuple(manual))
 
 
 def find_submissions(root: str | Path) -> list[tuple[str, str, Path]]:

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import json
+import os
+import sys
+import tempfile
 from pathlib import Path
 
 from autograder.plugin import TestResult
 
 
-def results_json(results: list[TestResult], *, error: str | None = None) -> dict:
-    """Gradescope results.json for one submission."""
+def results_json(results: list[TestResult], *, error: str | None = None,
+                 note: str | None = None) -> dict:
+    """Gradescope results.json for one submission.
+
+    Written answers graded by hand come with max_score 0 (see `grading.written_results`), so the
+    top-level score and max_score count autograded points only and they never show as failed."""
     tests = [{
         "name": r.name,
         "score": r.score,
@@ -21,23 +30,108 @@ def results_json(results: list[TestResult], *, error: str | None = None) -> dict
     } for r in results]
     out = {"score": sum(r.score for r in results), "max_score": sum(r.max_score for r in results),
            "tests": tests}
-    if error:
-        out["output"] = error
+    if error or note:
+        out["output"] = "\n".join(m for m in (error, note) if m)
     return out
 
 
-def write_json(data: dict, path: Path) -> None:
+TEMP_SUFFIX = ".tmp"
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write `path` so that it is never seen half-written: a temporary file in the same folder,
+    flushed to disk, then renamed over `path` (os.replace is atomic)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=TEMP_SUFFIX)
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def remove_stale_temporaries(folder: Path) -> None:
+    """Remove what a killed writer left in `folder` (only call it where no other run writes)."""
+    if folder.is_dir():
+        for tmp in folder.glob("*" + TEMP_SUFFIX):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+
+
+def _dumps(data: dict) -> bytes:
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from learner output: escape everything
+        return (json.dumps(data, indent=2) + "\n").encode("ascii")
+
+
+def write_json(data: dict, path: Path) -> None:
+    write_atomic(Path(path), _dumps(data))
+
+
+def read_extra(path: Path) -> dict:
+    """The `extra_data` of a batch result file ({} when there is none or it is unreadable)."""
+    try:
+        data = json.loads(Path(path).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    extra = data.get("extra_data") if isinstance(data, dict) else None
+    return extra if isinstance(extra, dict) else {}
+
+
+def _csv_field(text: str) -> str:
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def write_grades_csv(rows: list[tuple[str, str, float, float]], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["student", "assignment", "score", "max_score"])
-        for student, assignment, score, max_score in rows:
-            writer.writerow([student, assignment, f"{score:g}", f"{max_score:g}"])
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["student", "assignment", "score", "max_score"])
+    for student, assignment, score, max_score in rows:
+        writer.writerow([_csv_field(student), _csv_field(assignment), f"{score:g}",
+                         f"{max_score:g}"])
+    write_atomic(Path(path), buffer.getvalue().encode("utf-8"))
+
+
+def result_rows(out: Path) -> list[tuple[str, str, float, float]]:
+    """(student, assignment, score, max_score) of every DIR/<student>/<assignment>.json."""
+    rows = []
+    for path in sorted(Path(out).glob("*/*.json")):
+        try:
+            data = json.loads(path.read_bytes())
+            rows.append((path.parent.name, path.stem, float(data["score"]),
+                         float(data["max_score"])))
+        except (OSError, ValueError, KeyError, TypeError):
+            print(f"warning: {path}: not a readable result file; left out of grades.csv",
+                  file=sys.stderr)
+    return rows
+
+
+def rebuild_grades_csv(out: Path) -> int:
+    """Write DIR/grades.csv from the result files in DIR; returns its number of rows.
+
+    Runs that share DIR (shards of one batch) take turns through a lock file, and each reads the
+    result files after taking it, so the last run to finish leaves a grades.csv listing all."""
+    import fcntl
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".grades.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for tmp in out.glob("grades.csv.*" + TEMP_SUFFIX):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        rows = result_rows(out)
+        write_grades_csv(rows, out / "grades.csv")
+    return len(rows)
 
 
 def summary_lines(results: list[TestResult]) -> list[str]:

@@ -1,29 +1,34 @@
-"""Run learner code in a separate process and call its functions.
+"""Call a learner's functions in the jail, from the grader's side.
 
-The learner's answer cells run in a child process forked from a pre-loaded
-server (torch is imported once, there). The grader talks to the child through
-a pipe carrying JSON (`wire`), so nothing the learner made is ever unpickled
-or executed in the grader. Each call has a time limit, the child has a memory
-limit, and a child that dies or hangs is replaced for the next call: the damage
-stays with the function being called.
+A `Sandbox` holds one submission. Each graded function gets a fresh child
+forked by the jailed server (`jailer`), which runs the learner's cells and
+then answers calls: a function that poisons its process (patches torch,
+turns off autograd, starts threads) cannot touch the next function's grade.
+Only `wire` data crosses; the grader decides everything from what it sent
+and what came back. Limits: per call (`CALL_TIMEOUT`), per notebook
+(`NOTEBOOK_BUDGET`, so a notebook of slow functions cannot hold a worker for
+minutes), memory, CPU time, processes and file size per child.
 """
 
 from __future__ import annotations
 
-import os
-import signal
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from autograder import wire
-from autograder.server import CONTEXT, child_main
+import torch
+
+from autograder.jail import wire
+from autograder.jailer import jail
 
 CALL_TIMEOUT = 10.0
 """Seconds one call of a learner function may take."""
 LOAD_TIMEOUT = 20.0
 """Seconds the learner's cells may take to run (defining the functions)."""
-MEMORY_LIMIT = 2 << 30
-"""Bytes of address space the learner may add on top of what torch needs."""
+NOTEBOOK_BUDGET = 90.0
+"""Seconds of learner code (loading and calls) one notebook may use in all."""
+LIMITS = {"memory_limit": 2 << 30, "cpu_seconds": 120, "processes": 64, "file_bytes": 32 << 20}
+"""Per child: address space on top of torch's, CPU seconds, processes of the jail's uid, file size."""
 
 
 @dataclass
@@ -51,7 +56,7 @@ class Reply:
     value: Any = None
     exception: ExceptionInfo | None = None
     used: list[str] = field(default_factory=list)
-    """Qualified names of the torch functions the learner's code called."""
+    """Torch functions (qualified names) and ATen operators ("aten.mm") the call ran."""
     mutated: list[str] = field(default_factory=list)
     """Arguments whose tensors changed during the call, by parameter name ("W", "params[2]")."""
     args_after: Any = None
@@ -74,75 +79,89 @@ class LoadReport:
 
 
 class Sandbox:
-    """A child process holding one submission's namespace."""
+    """One submission's code, run in the jail: a fresh child per graded function."""
 
-    def __init__(self, cells: list[str], *, call_timeout: float = CALL_TIMEOUT,
-                 load_timeout: float = LOAD_TIMEOUT, memory_limit: int = MEMORY_LIMIT):
+    def __init__(self, cells: list[dict], *, call_timeout: float = CALL_TIMEOUT,
+                 load_timeout: float = LOAD_TIMEOUT, budget: float = NOTEBOOK_BUDGET,
+                 limits: dict | None = None):
         self.cells = cells
         self.call_timeout = call_timeout
         self.load_timeout = load_timeout
-        self.memory_limit = memory_limit
+        self.budget = budget
+        self.limits = {**LIMITS, **(limits or {})}
         self.load_report: LoadReport | None = None
-        self._process = None
         self._conn = None
+        self._pid: int | None = None
+        self._owner: str | None = None
+        """The function the live child was started for."""
         self._hung: set[str] = set()
+        self._spent = 0.0
 
-    # -- process management ------------------------------------------------
-    def _start(self) -> LoadReport:
-        parent, child = CONTEXT.Pipe()
-        self._process = CONTEXT.Process(
-            target=child_main, args=(child, self.cells, self.memory_limit), daemon=True)
-        self._process.start()
-        child.close()
-        self._conn = parent
-        reply = self._receive(self.load_timeout)
+    # -- children -------------------------------------------------------------
+    def _start(self, owner: str | None) -> LoadReport:
+        self._discard()
+        started = time.monotonic()
+        spawned = jail().spawn(self.limits)
+        if spawned is None:
+            return LoadReport([], ["the grader could not start a process for your code"], failed=True)
+        self._conn, self._pid = spawned
+        self._owner = owner
+        timeout = min(self.load_timeout, self._left())
+        reply = None
+        try:
+            self._conn.send_bytes(wire.dumps(self.cells))
+            reply = self._receive(timeout)
+        except (OSError, ValueError):
+            reply = {"status": "crashed"}
+        self._spent += time.monotonic() - started
         if reply is None or reply.get("status") != "loaded":
-            what = (f"did not finish within {self.load_timeout:g} s" if reply is None
+            what = (f"did not finish within {timeout:g} s" if reply is None
                     else f"crashed ({self._exit_detail()})")
-            self._kill()
-            report = LoadReport([], [f"running your cells {what}"], failed=True)
-        else:
-            report = LoadReport(list(reply["defined"]), list(reply["errors"]))
-        if self.load_report is None:
-            self.load_report = report
-        return report
+            self._discard()
+            return LoadReport([], [f"running your cells {what}"], failed=True)
+        try:
+            return LoadReport([str(d) for d in reply["defined"]], [str(e) for e in reply["errors"]])
+        except (KeyError, TypeError):
+            return LoadReport([], ["running your cells gave an unreadable answer"], failed=True)
 
     def load(self) -> LoadReport:
-        """Run the learner's cells (once) and report what they defined."""
+        """Run the learner's cells (once, to see what they define) and report it."""
         if self.load_report is None:
-            self._start()
+            self.load_report = self._start(None)
         return self.load_report
 
     def _receive(self, timeout: float) -> dict | None:
         try:
-            if not self._conn.poll(timeout):
+            if not self._conn.poll(max(timeout, 0.0)):
                 return None
             return wire.loads(self._conn.recv_bytes(maxlength=256 << 20))
         except (EOFError, OSError, ValueError):
             return {"status": "crashed"}
 
-    def _kill(self) -> None:
-        if self._process is not None and self._process.pid is not None:
-            if self._process.is_alive():
-                os.kill(self._process.pid, signal.SIGKILL)
-            self._process.join(5)
+    def _exit_detail(self) -> str:
+        status = jail().status(self._pid) if self._pid is not None else "unknown"
+        if status.startswith("signal "):
+            name = status.split()[1]
+            extra = " (killed: out of time or memory)" if name in ("SIGKILL", "SIGXCPU") else ""
+            return f"the process was stopped by {name}{extra}"
+        if status.startswith("exit "):
+            return f"the process exited with status {status.split()[1]} (os._exit or exit())"
+        return "the process stopped answering"
+
+    def _discard(self) -> None:
+        """Drop the live child and everything it started."""
         if self._conn is not None:
             self._conn.close()
-        self._conn = None
+            self._conn = None
+            jail().reset()
+        self._pid = None
+        self._owner = None
 
-    def _exit_detail(self) -> str:
-        code = self._process.exitcode if self._process is not None else None
-        if code is None:
-            return "no answer"
-        if code < 0:
-            name = signal.Signals(-code).name
-            extra = " (killed: out of time or memory)" if name == "SIGKILL" else ""
-            return f"the process was stopped by {name}{extra}"
-        return f"the process exited with status {code} (os._exit or exit())"
+    def _left(self) -> float:
+        return self.budget - self._spent
 
     def close(self) -> None:
-        self._kill()
-        self._process = None
+        self._discard()
 
     def __enter__(self):
         return self
@@ -162,40 +181,75 @@ class Sandbox:
             return Reply("timeout", detail=f"an earlier call of {name} did not finish either")
         if self.load().failed:
             return Reply("missing")
-        if self._conn is None or not self._process.is_alive():
-            self._kill()
-            self._start()
-        if self._conn is None:
-            return Reply("crashed", detail=self._exit_detail())
+        if self._left() <= 0:
+            return Reply("timeout", detail=f"the notebook used up its {self.budget:g} s of "
+                                           "grading time on earlier calls")
+        if self._conn is None or self._owner not in (name, None):
+            report = self._start(name)
+            if report.failed:
+                return Reply("crashed", detail=report.errors[0] if report.errors else "")
+        self._owner = name
         request = {"call": name, "args": wire.encode(tuple(args)),
                    "kwargs": wire.encode(dict(kwargs or {})), "references": references or {}}
+        started = time.monotonic()
         try:
             self._conn.send_bytes(wire.dumps(request))
+            timeout = min(self.call_timeout, self._left())
+            raw = self._receive(timeout)
         except (OSError, ValueError):
-            self._kill()
-            return Reply("crashed", detail=self._exit_detail())
-        raw = self._receive(self.call_timeout)
+            raw = {"status": "crashed"}
+        self._spent += time.monotonic() - started
         if raw is None:
             self._hung.add(name)
-            self._kill()
-            return Reply("timeout", detail=f"no result after {self.call_timeout:g} s")
+            self._discard()
+            return Reply("timeout", detail=f"no result after {timeout:g} s")
         if raw.get("status") == "crashed":
-            self._kill()
-            return Reply("crashed", detail=self._exit_detail())
-        return _reply_from(raw)
+            detail = self._exit_detail()
+            self._discard()
+            return Reply("crashed", detail=detail)
+        return _reply_from(raw, args)
 
 
-def _reply_from(raw: dict) -> Reply:
+def _label(params: list[str], i: int) -> str:
+    return params[i] if i < len(params) else f"argument {i + 1}"
+
+
+def _changed(before, after, path: str, out: list[str]) -> None:
+    """Paths of tensors in `before` (what the grader sent) that differ in `after`."""
+    if isinstance(before, torch.Tensor):
+        if not isinstance(after, torch.Tensor) or after.shape != before.shape \
+                or after.dtype != before.dtype or not torch.equal(after, before.detach()):
+            out.append(path)
+    elif isinstance(before, (list, tuple)):
+        after = after if isinstance(after, (list, tuple)) and len(after) == len(before) else [None] * len(before)
+        for i, (b, a) in enumerate(zip(before, after)):
+            _changed(b, a, f"{path}[{i}]", out)
+    elif isinstance(before, dict):
+        after = after if isinstance(after, dict) else {}
+        for k, b in before.items():
+            _changed(b, after.get(k), f"{path}[{k!r}]", out)
+
+
+def _reply_from(raw: dict, args: tuple) -> Reply:
     try:
         exc = raw.get("exception")
+        args_after = wire.decode(raw.get("args_after"))
+        params = [str(p)[:50] for p in raw.get("params", [])]
+        mutated = [f"{m}"[:80] for m in raw.get("mutated", [])]
+        if raw["status"] == "ok":
+            # Decided here, from the tensors the grader sent and what the child holds after the call.
+            after = args_after if isinstance(args_after, tuple) else (None,) * len(args)
+            for i, (b, a) in enumerate(zip(args, after)):
+                _changed(b, a, _label(params, i), mutated)
+            mutated = list(dict.fromkeys(mutated))
         return Reply(
             status=raw["status"] if raw["status"] in ("ok", "exception", "missing") else "crashed",
             value=wire.decode(raw.get("value")),
             exception=ExceptionInfo(str(exc["type"]), [str(b) for b in exc["bases"]],
                                     str(exc["message"]), str(exc["where"])) if exc else None,
             used=[str(u) for u in raw.get("used", [])],
-            mutated=[str(m) for m in raw.get("mutated", [])],
-            args_after=wire.decode(raw.get("args_after")),
+            mutated=mutated,
+            args_after=args_after,
             named_after=wire.decode(raw.get("named_after")) or {},
         )
     except Exception as error:  # a reply we cannot read is the learner's process misbehaving

@@ -8,11 +8,31 @@ from autograder.compare import fail
 from autograder.course import MATRIX_PRODUCTS, base_name
 from autograder.notebook import Submission
 from autograder.sandbox import Reply, Sandbox
-from autograder.wire import Recipe
+from autograder.jail.wire import Recipe
 
-_BANNED_SPELLING = {"__matmul__": "`@`", "matmul": "`@` / torch.matmul", "linear": "F.linear / nn.Linear",
-                    "grad": "torch.autograd.grad", "backward": ".backward()",
-                    "relu": "torch.relu / F.relu", "sigmoid": "torch.sigmoid"}
+_BANNED_SPELLING = {"__matmul__": "`@`", "__rmatmul__": "`@`", "matmul": "`@` / torch.matmul",
+                    "linear": "F.linear / nn.Linear", "grad": "torch.autograd.grad",
+                    "backward": ".backward()", "relu": "torch.relu / F.relu",
+                    "sigmoid": "torch.sigmoid"}
+_OPERATOR_SPELLING = {"mm": "a built-in matrix product (torch.mm, `@`, torch.matmul, ...)",
+                      "addmm": "a built-in matrix product (torch.addmm, F.linear, ...)",
+                      "bmm": "a built-in matrix product (torch.bmm, torch.einsum, ...)",
+                      "dot": "torch.dot", "vdot": "torch.vdot", "mv": "torch.mv (a matrix-vector product)",
+                      "autograd_engine": "autograd (.backward(), torch.autograd.grad or torch.func)",
+                      "functorch_transform": "a torch.func transform",
+                      "relu": "the library's ReLU (torch.relu, F.relu, nn.ReLU)",
+                      "sigmoid": "the library's sigmoid (torch.sigmoid, F.sigmoid, nn.Sigmoid, expit)"}
+
+
+def banned_uses(used: list[str], banned: frozenset[str]) -> str:
+    """What the learner wrote that `banned` forbids, in their spelling where we know it; "" if nothing."""
+    by_name = sorted({base_name(u) for u in used if not u.startswith(("aten.", "autograd.", "func."))}
+                     & banned)
+    if by_name:
+        return ", ".join(_BANNED_SPELLING.get(u, f"torch {u}") for u in by_name)
+    by_operator = sorted({base_name(u) for u in used if u.startswith(("aten.", "autograd.", "func."))}
+                         & banned)
+    return ", ".join(dict.fromkeys(_OPERATOR_SPELLING.get(u, f"torch's {u}") for u in by_operator))
 
 
 def describe(value) -> str:
@@ -86,13 +106,13 @@ class Student:
             where = f"\n{exc.where.rstrip()}" if exc.where else ""
             fail(f"{call} raised {exc.type}: {exc.message}{where}{chr(10) + 'Hint: ' + hint if hint else ''}")
         banned = self.assignment.banned.get(name, frozenset())
-        used = sorted({base_name(u) for u in reply.used} & banned)
-        if used:
-            names = ", ".join(_BANNED_SPELLING.get(u, f"torch {u}") for u in used)
+        names = banned_uses(reply.used, banned)
+        if names:
             reason = self.assignment.banned_reason.get(name, "")
             if not reason:
+                used = {base_name(u) for u in reply.used}
                 reason = ("build the product from elementwise products and sums"
-                          if set(used) & MATRIX_PRODUCTS else "write the formula yourself")
+                          if used & banned & MATRIX_PRODUCTS else "write the formula yourself")
             fail(f"{call} uses {names}, which this exercise does not allow: {reason}.")
         if reply.mutated and name not in self.assignment.in_place:
             fail(f"{call} changed its input{'s' if len(reply.mutated) > 1 else ''} "

@@ -41,8 +41,13 @@ def snoop():
 """
 
 
+def cells(source: str) -> list[dict]:
+    return [{"source": source, "definitions_only": False}]
+
+
 def test_timeout_costs_only_that_function():
-    with Sandbox([HOSTILE], call_timeout=1) as box:
+    with Sandbox(cells(HOSTILE), call_timeout=1) as box:
+        box.load()  # the jailed server's start (importing torch) is not the call's time
         start = time.monotonic()
         assert box.call("slow").status == "timeout"
         assert time.monotonic() - start < 5
@@ -52,7 +57,7 @@ def test_timeout_costs_only_that_function():
 
 
 def test_memory_limit_stops_a_growing_allocation():
-    with Sandbox([HOSTILE], memory_limit=256 << 20, call_timeout=20) as box:
+    with Sandbox(cells(HOSTILE), limits={"memory_limit": 256 << 20}, call_timeout=20) as box:
         reply = box.call("grow")
         assert reply.status in ("exception", "crashed")
         assert reply.status == "crashed" or reply.exception.type == "MemoryError"
@@ -60,7 +65,7 @@ def test_memory_limit_stops_a_growing_allocation():
 
 
 def test_crash_is_reported_and_next_call_gets_a_fresh_process():
-    with Sandbox([HOSTILE]) as box:
+    with Sandbox(cells(HOSTILE)) as box:
         reply = box.call("die")
         assert reply.status == "crashed" and "9" in reply.detail
         assert box.call("fine", (torch.ones(1),)).status == "ok"
@@ -69,13 +74,13 @@ def test_crash_is_reported_and_next_call_gets_a_fresh_process():
 def test_learner_code_runs_in_another_process_without_the_graders_objects():
     secret = torch.ones(3)
     secret.secret = True
-    with Sandbox([HOSTILE]) as box:
-        assert box.call("parent_pid").value != os.getpid()
+    with Sandbox(cells(HOSTILE)) as box:
+        assert box.call("parent_pid").value not in (os.getpid(), os.getppid())
         assert box.call("snoop").value == 0
 
 
 def test_patching_torch_in_the_sandbox_does_not_reach_the_grader():
-    with Sandbox([HOSTILE]) as box:
+    with Sandbox(cells(HOSTILE)) as box:
         assert box.call("patch").status == "ok"
         reply = box.call("fine", (torch.ones(2),))
     assert not torch.allclose(reply.value, torch.zeros(2))
@@ -83,9 +88,54 @@ def test_patching_torch_in_the_sandbox_does_not_reach_the_grader():
 
 
 def test_cells_that_never_finish_cost_one_load_timeout():
-    with Sandbox(["def fine(x):\n    return x\n\nwhile True:\n    pass\n"], load_timeout=1) as box:
+    with Sandbox(cells("pass")) as warm:
+        warm.load()
+    with Sandbox(cells("def fine(x):\n    return x\n\nwhile True:\n    pass\n"), load_timeout=1) as box:
         start = time.monotonic()
         replies = [box.call("fine", (1,)) for _ in range(5)]
         assert time.monotonic() - start < 4
     assert all(r.status == "missing" for r in replies)
     assert "did not finish" in box.load_report.errors[0]
+
+
+def test_each_function_gets_a_fresh_process():
+    """A function that poisons its process (patches torch, turns off autograd) harms only itself."""
+    source = HOSTILE + """
+def poison():
+    torch.set_grad_enabled(False)
+    torch.exp = lambda *a: 0
+    return os.getpid()
+
+def healthy(x):
+    return torch.exp(x), torch.is_grad_enabled(), os.getpid()
+"""
+    with Sandbox(cells(source)) as box:
+        first = box.call("poison").value
+        value, grad_on, pid = box.call("healthy", (torch.zeros(2),)).value
+    assert torch.equal(value, torch.ones(2)) and grad_on and pid != first
+
+
+def test_the_notebook_budget_bounds_a_notebook_of_slow_functions():
+    source = "import time\ndef a():\n    time.sleep(0.8)\ndef b():\n    time.sleep(0.8)\ndef c():\n    return 1\n"
+    with Sandbox(cells(source), call_timeout=1, budget=1.2) as box:
+        box.load()
+        start = time.monotonic()
+        replies = [box.call(f) for f in ("a", "b", "c")]
+        assert time.monotonic() - start < 3
+    assert replies[0].status == "ok" and replies[2].status == "timeout"
+    assert "budget" in replies[2].detail or "time" in replies[2].detail
+
+
+def test_banned_operations_are_seen_whatever_their_spelling():
+    source = """import torch
+def names(A, B):
+    return torch.mm(A, B), A.matmul(B), torch.einsum("ij,jk->ik", A, B), torch.tensordot(A, B, 1)
+def autograd(x):
+    x = x.clone().requires_grad_()
+    (x * x).sum().backward()
+    return torch.func.grad(lambda t: (t * t).sum())(x.detach())
+"""
+    with Sandbox(cells(source)) as box:
+        used = box.call("names", (torch.ones(2, 2), torch.ones(2, 2))).used
+        assert {"aten.mm", "aten.bmm"} <= set(used)
+        assert "autograd.autograd_engine" in box.call("autograd", (torch.ones(2),)).used

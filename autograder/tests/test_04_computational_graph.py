@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from autograder.compare import expect_tensor, fail
 from autograder.tests.data import rand
-from autograder.wire import Recipe, Unsupported
+from autograder.jail.wire import Recipe, Unsupported
 
 ASSIGNMENT = "04_computational_graph"
 graded = pytest.mark.graded

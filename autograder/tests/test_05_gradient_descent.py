@@ -11,7 +11,7 @@ import torch
 
 from autograder.compare import expect_tensor, fail
 from autograder.tests.data import rand
-from autograder.wire import Unsupported
+from autograder.jail.wire import Unsupported
 
 ASSIGNMENT = "05_gradient_descent"
 graded = pytest.mark.graded

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from autograder.compare import expect_equal, expect_tensor, fail
 from autograder.tests.data import rand
-from autograder.wire import Recipe
+from autograder.jail.wire import Recipe
 
 ASSIGNMENT = "06_putting_it_together"
 graded = pytest.mark.graded

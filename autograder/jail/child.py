@@ -1,0 +1,273 @@
+"""One learner process: runs the learner's cells, then answers calls of their functions.
+
+Forked by the jailed `server` for one (submission, graded function); it gets a
+fresh copy of a process that has torch loaded and has never held another
+learner's code. Everything it reports is the learner's to forge: the grader
+treats it as data and decides every score itself.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import resource
+import traceback
+from multiprocessing.connection import Connection
+
+import torch
+from torch.overrides import TorchFunctionMode, resolve_name
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from autograder.jail import wire
+
+_CELL = "<notebook cell {}>"
+AUTOGRAD_ENGINE = "autograd.autograd_engine"
+"""Recorded when autograd's engine runs (backward(), autograd.grad, torch.func.grad, ...)."""
+FUNCTORCH = "func.functorch_transform"
+"""Recorded when an operator runs inside a torch.func transform (jvp, vmap of grad, ...)."""
+
+
+class _Recorder:
+    """What the learner's code ran: torch functions by name, and every ATen operator.
+
+    The function-level names let messages say what the learner wrote; the
+    dispatch level catches every spelling of an operation (`torch.mm` resolves
+    to the name "torch.spmm", but any matrix product reaches `aten.mm` or a
+    relative), and autograd at work (the engine runs backward's operators
+    inside a graph task). `paused` is set while trusted grader code runs.
+    """
+
+    def __init__(self):
+        self.seen: set[str] = set()
+        self.paused = 0
+        recorder = self
+
+        class Functions(TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                if not recorder.paused:
+                    try:
+                        recorder.seen.add(resolve_name(func) or func.__qualname__)
+                    except Exception:  # noqa: BLE001 - a name we cannot read is no evidence
+                        pass
+                return func(*args, **(kwargs or {}))
+
+        class Operators(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                if not recorder.paused:
+                    recorder.seen.add(f"aten.{func._overloadpacket.__name__}")
+                    if torch._C._current_graph_task_id() != -1:
+                        recorder.seen.add(AUTOGRAD_ENGINE)
+                    if torch._C._functorch.maybe_current_level() is not None:
+                        recorder.seen.add(FUNCTORCH)
+                return func(*args, **(kwargs or {}))
+
+        self.modes = (Functions(), Operators())
+
+    def __enter__(self):
+        for mode in self.modes:
+            mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        for mode in reversed(self.modes):
+            mode.__exit__(*exc)
+
+    def trusted(self, function):
+        """`function` (grader code) runs unrecorded: its operations are not the learner's."""
+        def run(*args, **kwargs):
+            self.paused += 1
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.paused -= 1
+        return run
+
+
+def warm_up() -> None:
+    """Run what every call runs once, in the server: its lazy imports then happen only once."""
+    x = torch.ones(2, requires_grad=True)
+    with _Recorder():
+        (x * 2).sum().backward()
+        torch.func.grad(lambda t: (t * t).sum())(torch.ones(2))
+    wire.encode((x, x.grad, torch.float64, 1.5), lambda t: None)
+    inspect.signature(warm_up)
+    _definitions("import os\nX = 1\ndef f():\n    pass\n")
+
+
+def limit_resources(memory_limit: int, cpu_seconds: int, processes: int, file_bytes: int) -> None:
+    """Bound what this process and everything it starts may take."""
+    with open("/proc/self/status") as status:
+        vm = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize"))
+    resource.setrlimit(resource.RLIMIT_AS, (vm + memory_limit, vm + memory_limit))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
+    resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # learner prints must not reach the grader
+        os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _exception(error: BaseException) -> dict:
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if f.filename.startswith("<notebook cell")]
+    where = "".join(traceback.format_list(frames[-3:]))[-1500:]
+    try:
+        message = str(error)[:2000]
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        message = "(the error's message could not be read)"
+    return {"type": type(error).__name__[:100],
+            "bases": [c.__name__[:100] for c in type(error).__mro__],
+            "message": message, "where": where}
+
+
+def _tensors(value, path, out):
+    """(path, tensor) for tensors inside args (lists, tuples, dicts, modules)."""
+    if isinstance(value, torch.Tensor):
+        out.append((path, value))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _tensors(v, f"{path}[{i}]", out)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _tensors(v, f"{path}[{k!r}]", out)
+    elif isinstance(value, torch.nn.Module):
+        for k, v in value.named_parameters():
+            out.append((f"{path}.{k}", v))
+    return out
+
+
+def _definitions(source: str) -> str | None:
+    """Only the imports, functions and classes of a cell the learner added (no demo code)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    tree.body = [node for node in tree.body if isinstance(node, keep) or _constant(node)]
+    return ast.unparse(tree) if tree.body else None
+
+
+def _constant(node) -> bool:
+    """`EPS = 1e-8`: an assignment of a literal, which a helper may rely on."""
+    if not isinstance(node, ast.Assign):
+        return False
+    try:
+        ast.literal_eval(node.value)
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def run_cells(cells: list[dict]) -> tuple[dict, list[str]]:
+    """Run the cells in one namespace, as the notebook would; a cell that raises does not stop the rest."""
+    namespace = {"__name__": "__main__"}
+    errors = []
+    for i, cell in enumerate(cells, 1):
+        source = cell["source"]
+        if cell.get("definitions_only"):
+            source = _definitions(source)
+            if source is None:
+                continue
+        try:
+            exec(compile(source, _CELL.format(i), "exec"), namespace)
+        except BaseException as error:  # noqa: BLE001 - learner code may raise anything
+            try:
+                errors.append(f"{type(error).__name__}: {error}"[:500])
+            except BaseException:  # noqa: BLE001
+                errors.append(type(error).__name__[:100])
+    return namespace, errors
+
+
+def _call(namespace: dict, request: dict) -> dict:
+    function = namespace.get(request["call"])
+    if not callable(function):
+        return {"status": "missing"}
+    named: dict = {}
+
+    def build(recipe: dict):
+        scope = {"torch": torch, "NAMED": named}
+        exec(compile(recipe["source"], "<grader recipe>", "exec"), scope)
+        return scope[recipe["name"]](*wire.decode(recipe["args"], live=True))
+
+    args = wire.decode(request["args"], live=True, build=build)
+    kwargs = wire.decode(request["kwargs"], live=True, build=build)
+    try:
+        params = [str(p) for p in inspect.signature(function).parameters]
+    except (TypeError, ValueError):
+        params = []
+    origins = {}  # id(tensor) -> positional origin ("arg0[2]"), independent of the learner's names
+    for i, a in enumerate(args):
+        origins.update({id(t): p for p, t in _tensors(a, f"arg{i}", [])})
+    for key, obj in named.items():
+        origins.update({id(t): p for p, t in _tensors(obj, key, [])})
+    # Learner's parameter names for messages ("W", "params[2]"); the grader checks the
+    # tensors it sent itself, this covers the objects recipes built in here.
+    before = []
+    for i, a in enumerate(args):
+        label = params[i] if i < len(params) else f"argument {i + 1}"
+        before += [(label + p[len(f"arg{i}"):], t, t.detach().clone())
+                   for p, t in _tensors(a, f"arg{i}", [])]
+    before += [(p, t, t.detach().clone()) for k, v in kwargs.items() for p, t in _tensors(v, k, [])]
+
+    def origin_of(t):
+        return origins.get(id(t))
+
+    recorder = _Recorder()
+    # The grader's own versions of the other graded functions stand in for the
+    # learner's while this one runs, so one broken function costs only its own points.
+    for name, source in request.get("references", {}).items():
+        scope = {"torch": torch}
+        exec(compile(source, "<grader reference>", "exec"), scope)
+        namespace[name] = recorder.trusted(scope[name])
+    try:
+        with recorder:
+            value = function(*args, **kwargs)
+        status, exc = "ok", None
+    except BaseException as error:  # noqa: BLE001
+        status, value, exc = "exception", None, _exception(error)
+    mutated = [p for p, t, old in before
+               if t.shape != old.shape or t.dtype != old.dtype or not torch.equal(t.detach(), old)]
+    reply = {"status": status, "exception": exc, "used": sorted(recorder.seen),
+             "params": params, "mutated": mutated}
+    try:
+        reply["value"] = wire.encode(value, origin_of)
+        reply["args_after"] = wire.encode(tuple(args), origin_of)
+        reply["named_after"] = wire.encode(
+            {k: v for k, v in named.items() if not isinstance(v, torch.nn.Module)}
+            | {f"{k}.{n}": p for k, v in named.items() if isinstance(v, torch.nn.Module)
+               for n, p in v.named_parameters()}, origin_of)
+    except BaseException as error:  # noqa: BLE001 - a hostile return value
+        reply.update(status="exception", value=None, args_after=None, named_after=None,
+                     exception={"type": "UnreadableResult", "bases": ["UnreadableResult"],
+                                "message": "the returned value could not be read", "where": ""})
+    return reply
+
+
+def main(fd: int, limits: dict) -> None:
+    """Child entry point: receive the cells, run them, then answer calls until the socket closes."""
+    conn = Connection(fd)
+    limit_resources(**limits)
+    try:
+        cells = wire.loads(conn.recv_bytes(64 << 20))
+        namespace, errors = run_cells(cells)
+        defined = sorted(k for k, v in namespace.items()
+                         if not k.startswith("__") and callable(v))[:1000]
+        conn.send_bytes(wire.dumps({"status": "loaded", "defined": defined, "errors": errors[:50]}))
+    except BaseException:  # noqa: BLE001 - the grader sees the socket close
+        os._exit(3)
+    while True:
+        try:
+            request = wire.loads(conn.recv_bytes(256 << 20))
+        except BaseException:  # noqa: BLE001 - the grader closed the socket
+            os._exit(0)
+        try:
+            reply = _call(namespace, request)
+        except BaseException as error:  # noqa: BLE001
+            reply = {"status": "exception", "exception": _exception(error), "used": []}
+        try:
+            conn.send_bytes(wire.dumps(reply))
+        except BaseException:  # noqa: BLE001
+            os._exit(3)
