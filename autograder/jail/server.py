@@ -1,0 +1,173 @@
+"""The jailed fork server: `python -m autograder.jail.server FD`.
+
+Started by the grader inside the jail (or, with `--no-jail`, as a plain
+subprocess). It imports torch once, then serves requests on the control
+socket FD (one JSON message per datagram):
+
+* `{"op": "spawn", "limits": {...}}` with a socket attached: fork a `child`
+  that talks to the grader over that socket; reply `{"pid": ...}`;
+* `{"op": "reap", "pid": p}`: how child p ended (waits up to a second);
+* `{"op": "reset"}`: kill every process of the jail but this one, empty the
+  scratch directory; reply `{"done": true}` once nothing is left.
+
+The server never receives learner code (the child does, over its own
+socket), so no child inherits another learner's cells in its memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import sys
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")  # setup cells import pyplot: load it once here, headless
+import matplotlib.pyplot  # noqa: E402,F401
+import torch  # noqa: E402
+
+from autograder.jail import child  # noqa: E402
+
+torch.set_num_threads(1)
+child.warm_up()
+SCRATCH = os.environ.get("AUTOGRADER_SCRATCH", "")
+"""The learner's writable directory, emptied between children ("" when not jailed)."""
+
+
+def _status(pid: int, wait: float) -> str:
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            done, code = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return "gone"
+        if done:
+            if os.WIFSIGNALED(code):
+                return f"signal {signal.Signals(os.WTERMSIG(code)).name}"
+            return f"exit {os.WEXITSTATUS(code)}"
+        if time.monotonic() > deadline:
+            return "running"
+        time.sleep(0.01)
+
+
+def _others() -> list[int]:
+    me = os.getpid()
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in (1, me)]
+
+
+def _reset() -> None:
+    """Kill what the learner left behind (children, their children, daemons) and reap it."""
+    for _ in range(200):
+        try:
+            os.kill(-1, signal.SIGKILL)  # everything this uid may signal here, but this process
+        except ProcessLookupError:
+            pass
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+        # Processes of another uid (or in another PID namespace) are not the learner's:
+        # outside the jail the grader's own process may be visible here.
+        left = [p for p in _others() if _same_uid(p)]
+        if not left:
+            break
+        time.sleep(0.005)
+    if SCRATCH:
+        _empty(SCRATCH)
+
+
+def _same_uid(pid: int) -> bool:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid == os.getuid() and os.getpid() != pid
+    except OSError:
+        return False
+
+
+def _empty(folder: str) -> None:
+    def unlock(function, path, _):
+        os.chmod(os.path.dirname(path), stat.S_IRWXU)
+        try:
+            os.chmod(path, stat.S_IRWXU)
+        except OSError:
+            pass
+        function(path)
+
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, onerror=unlock)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def main(fd: int) -> None:
+    control = socket.socket(fileno=fd)
+    jailed = bool(SCRATCH)
+    while True:
+        try:
+            message, fds, _, _ = socket.recv_fds(control, 1 << 16, 1)
+        except OSError:
+            os._exit(0)
+        if not message:
+            os._exit(0)  # the grader is gone
+        request = json.loads(message)
+        op = request.get("op")
+        if op == "spawn":
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                os.setsid()
+                try:
+                    child.main(fds[0], request["limits"])
+                finally:
+                    os._exit(3)
+            for f in fds:
+                os.close(f)
+            reply = {"pid": pid}
+        elif op == "reap":
+            reply = {"status": _status(int(request["pid"]), 1.0)}
+        elif op == "reset":
+            if jailed:
+                _reset()
+            else:  # not jailed: kill only our own children, never the operator's processes
+                _reset_children()
+            reply = {"done": True}
+        else:
+            reply = {"error": f"unknown op {op!r}"}
+        control.send(json.dumps(reply).encode())
+
+
+def _reset_children() -> None:
+    for pid in _children():
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        _status(pid, 1.0)
+
+
+def _children() -> list[int]:
+    me = str(os.getpid())
+    out = []
+    for p in _others():
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[1] == me:
+                    out.append(p)
+        except OSError:
+            continue
+    return out
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
