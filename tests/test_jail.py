@@ -1,0 +1,309 @@
+"""Hostile submissions earn nothing and harm nothing (CONTRACT.md, "What the grade guarantees").
+
+Each attack is an answer cell for 01's `matmul` that tries something, then returns the right
+product only if the attempt failed: a full score for `matmul` means the jail held. Every attack
+is graded in one batch with an honest student beside it, through the command line, and the
+test checks what the jail must prevent: files changed outside the scratch directory, processes
+left alive, a connection to a listener, another learner's or another function's points.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder.course import ASSIGNMENTS, ROOT
+from autograder.samples import Scenario, submission_notebook
+from conftest import run
+
+PRODUCT = "(A[:, :, None] * B[None, :, :]).sum(dim=1)"
+FULL = {"matmul": 5, "linear_forward": 6}
+
+
+def _attack(body: str) -> str:
+    """A matmul whose body tries `body` (which sets `ok = True` when the attempt failed)."""
+    indented = "\n".join("    " + line for line in body.strip("\n").splitlines())
+    return f"""
+def matmul(A, B):
+    if A.dim() != 2 or B.dim() != 2 or A.shape[1] != B.shape[0]:
+        raise ValueError("shapes")
+    ok = False
+{indented}
+    return {PRODUCT} if ok else {PRODUCT} + 1
+"""
+
+
+def _attacks(paths: dict[str, Path], port: int) -> dict[str, str]:
+    write_all = "\n".join(f"""
+try:
+    with open({str(p)!r}, "a") as f:
+        f.write("pwned")
+    wrote = True
+except OSError:
+    pass""" for p in paths.values())
+    return {
+        "read_hidden_tests": f"""
+try:
+    open({str(ROOT / 'autograder' / 'tests' / 'test_01_linear_algebra.py')!r}).read()
+except OSError:
+    ok = True
+""",
+        "write_everywhere": f"""
+wrote = False
+{write_all}
+import os, glob
+for folder in {[str(p.parent) for p in paths.values()]!r}:
+    try:
+        open(os.path.join(folder, "dropped.txt"), "w").write("x")
+        wrote = True
+    except OSError:
+        pass
+ok = not wrote
+""",
+        "site_packages_pth": """
+import site, sysconfig, os
+ok = True
+for folder in set(site.getsitepackages() + [sysconfig.get_paths()["purelib"]]):
+    for name in ("evil.pth", "sitecustomize.py"):
+        try:
+            open(os.path.join(folder, name), "w").write("import os\\n")
+            ok = False
+        except OSError:
+            pass
+""",
+        "network": f"""
+import socket
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=2).sendall(b"pwned")
+except OSError:
+    ok = True
+""",
+        "daemon": """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        time.sleep(600)
+    os._exit(0)
+ok = True
+""",
+        "kill_parent": """
+import os, signal
+try:
+    os.killpg(os.getpgid(os.getppid()), signal.SIGKILL)
+except OSError:
+    pass
+os.kill(os.getppid(), signal.SIGKILL)
+ok = True
+""",
+        "fork_bomb": """
+import os, time
+children = 0
+for _ in range(10_000):
+    try:
+        if os.fork() == 0:
+            time.sleep(600)
+            os._exit(0)
+        children += 1
+    except OSError:
+        break
+ok = children < 10_000
+""",
+        "fill_scratch": """
+import os
+try:
+    with open("/tmp/fill", "wb") as f:
+        for _ in range(10_000):
+            f.write(b"x" * (1 << 20))
+except OSError:
+    ok = True
+""",
+        "leak_memory_slowly": """
+import time
+hoard = []
+try:
+    for _ in range(100_000):
+        hoard.append(bytearray(20 << 20))
+        time.sleep(0.001)
+except MemoryError:
+    hoard.clear()
+    ok = True
+""",
+        "thread_keeps_running": """
+import threading, time
+threading.Thread(target=lambda: time.sleep(600), daemon=False).start()
+ok = True
+""",
+        "huge_stdout": """
+import sys
+for _ in range(200):
+    print("x" * 1_000_000)
+    sys.stderr.write("y" * 1_000_000)
+ok = True
+""",
+        "stop_itself": """
+import os, signal
+os.kill(os.getpid(), signal.SIGSTOP)
+ok = True
+""",
+        "poison_torch": """
+import torch
+torch.set_grad_enabled(False)
+torch.Tensor.__add__ = lambda *a: 0
+torch.exp = lambda *a: 0
+ok = True
+""",
+        "leave_a_secret": """
+open("/tmp/secret_of_alice", "w").write("alice's answer")
+ok = True
+""",
+        "steal_a_secret": """
+import os
+ok = not os.path.exists("/tmp/secret_of_alice")
+""",
+    }
+
+
+def _jail_processes() -> list[str]:
+    """Processes of the uids the jail uses (see autograder.jailer._uid)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            uid = os.stat(f"/proc/{pid}").st_uid
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if uid >= 200000 or (os.geteuid() != 0 and "autograder.jail" in cmd):
+            out.append(f"{pid} uid={uid} {cmd[:80]}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def attacked(tmp_path_factory):
+    course = tmp_path_factory.mktemp("course")
+    submitted, out = course / "submitted", course / "out"
+    canaries = {
+        "source": course / "source" / "01_linear_algebra" / "linear_algebra.ipynb",
+        "honest": submitted / "honest" / "01_linear_algebra" / "linear_algebra.ipynb",
+        "grades": out / "grades.csv",
+        "gradebook": course / "gradebook.db",
+        "package": ROOT / "autograder" / "tests" / "data.py",
+    }
+    canaries["source"].parent.mkdir(parents=True)
+    shutil.copy(ASSIGNMENTS["01_linear_algebra"].source, canaries["source"])
+    canaries["gradebook"].write_text("gradebook")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.2)
+    port = listener.getsockname()[1]
+    connections = []
+    stop = threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            try:
+                connections.append(listener.accept())
+            except OSError:
+                pass
+    threading.Thread(target=accept, daemon=True).start()
+
+    attacks = _attacks({k: v for k, v in canaries.items() if k != "package"}, port)
+    # The alphabetical order of students is the grading order of one worker: alice leaves a
+    # secret, then (same worker, later) zed tries to steal it.
+    students = {f"a_{name}": code for name, code in attacks.items() if name != "steal_a_secret"}
+    students["zed_steal_a_secret"] = attacks["steal_a_secret"]
+    students["honest"] = None
+    for student, code in students.items():
+        scenario = Scenario(student, "01_linear_algebra", "", {"matmul": _attack(code)} if code else {})
+        path = submitted / student / "01_linear_algebra" / "linear_algebra.ipynb"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(submission_notebook(scenario), path)
+    out.mkdir()
+    canaries["grades"].write_text("student,assignment,score,max_score\n")
+    before = {k: p.read_bytes() for k, p in canaries.items()}
+    started = time.monotonic()
+    done = run("python", "-m", "autograder", "grade", str(submitted), "--out", str(out), "--jobs", "1",
+               cwd=course, check=False)
+    seconds = time.monotonic() - started
+    time.sleep(0.5)
+    alive = _jail_processes()
+    stop.set()
+    listener.close()
+    after = {k: p.read_bytes() if k != "grades" else before[k] for k, p in canaries.items()}
+    results = {s: json.loads((out / s / "01_linear_algebra.json").read_text()) for s in students
+               if (out / s / "01_linear_algebra.json").is_file()}
+    return {"done": done, "results": results, "students": students, "before": before, "after": after,
+            "alive": alive, "connections": connections, "course": course, "seconds": seconds}
+
+
+def _scores(result: dict) -> dict[str, float]:
+    out = {}
+    for test in result["tests"]:
+        function = test["name"].split(":")[0]
+        out[function] = out.get(function, 0) + test["score"]
+    return out
+
+
+def test_the_batch_runs_to_the_end(attacked):
+    assert attacked["done"].returncode == 0, attacked["done"].stderr[-2000:]
+    assert set(attacked["results"]) == set(attacked["students"])
+
+
+@pytest.mark.parametrize("attack", ["read_hidden_tests", "write_everywhere", "site_packages_pth",
+                                    "network", "daemon", "fork_bomb", "fill_scratch",
+                                    "thread_keeps_running", "huge_stdout", "poison_torch",
+                                    "leave_a_secret"])
+def test_an_attack_that_fails_harmlessly_changes_no_score(attacked, attack):
+    """The attempt failed inside the jail, so the (otherwise right) function keeps its points."""
+    assert _scores(attacked["results"][f"a_{attack}"]) == FULL
+
+
+@pytest.mark.parametrize("attack", ["kill_parent", "stop_itself", "leak_memory_slowly"])
+def test_an_attack_on_the_process_costs_only_its_own_function(attacked, attack):
+    scores = _scores(attacked["results"][f"a_{attack}"])
+    assert scores["linear_forward"] == FULL["linear_forward"]
+    assert scores["matmul"] <= FULL["matmul"]
+
+
+def test_another_learner_cannot_read_what_one_left_in_scratch(attacked):
+    assert _scores(attacked["results"]["zed_steal_a_secret"]) == FULL
+
+
+def test_honest_learner_unharmed(attacked):
+    assert _scores(attacked["results"]["honest"]) == FULL
+
+
+def test_no_file_outside_the_scratch_directory_changed(attacked):
+    for name in attacked["before"]:
+        assert attacked["after"][name] == attacked["before"][name], name
+    course = attacked["course"]
+    assert not list(course.rglob("dropped.txt"))
+    assert not (ROOT / "autograder" / "tests" / "dropped.txt").exists()
+
+
+def test_no_connection_reached_the_listener(attacked):
+    assert attacked["connections"] == []
+
+
+def test_nothing_the_learners_started_is_alive(attacked):
+    assert attacked["alive"] == []
+
+
+def test_a_stopped_or_killed_process_is_reported_plainly(attacked):
+    for attack in ("kill_parent", "stop_itself"):
+        outputs = [t["output"] for t in attacked["results"][f"a_{attack}"]["tests"]
+                   if t["name"].startswith("matmul") and t["score"] == 0]
+        assert outputs, attack
+        assert all(("crashed" in o or "did not finish" in o) and "Traceback" not in o
+                   for o in outputs), outputs
