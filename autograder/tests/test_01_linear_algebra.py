@@ -48,7 +48,7 @@ def test_matmul_shapes(student):
                       mistakes=_matmul_mistakes(A, B))
 
 
-@graded("matmul", points=1)
+@graded("matmul", points=1, visible=True)
 def test_matmul_float64(student):
     """float64 inputs give a float64 result, as precise as torch's"""
     A, B = rand(6, 4, seed=1, dtype=F64), rand(4, 3, seed=2, dtype=F64)
@@ -62,7 +62,7 @@ def test_matmul_rejects_inner_mismatch(student):
                           why="A has 3 columns but B has 4 rows")
 
 
-@graded("matmul", points=1)
+@graded("matmul", points=1, visible=True)
 def test_matmul_rejects_non_matrix(student):
     """raises ValueError when an argument is not 2-D"""
     student.expect_raises("matmul", "ValueError", rand(3, seed=5), rand(3, 2, seed=6),
@@ -110,13 +110,13 @@ def test_linear_batch(student):
     expect_tensor(got, expected, "linear_forward(x, W, b)", mistakes=_linear_mistakes(x, W, b))
 
 
-@graded("linear_forward", points=1)
+@graded("linear_forward", points=1, visible=True)
 def test_linear_square_weight(student):
     """square W (in == out): W must still be transposed"""
     _check_linear(student, rand(6, 5, seed=20), rand(5, 5, seed=21), rand(5, seed=22))
 
 
-@graded("linear_forward", points=1)
+@graded("linear_forward", points=1, visible=True)
 def test_linear_batch_equals_out(student):
     """batch size equal to out_features: the bias broadcasts over rows"""
     _check_linear(student, rand(3, 7, seed=30), rand(3, 7, seed=31), rand(3, seed=32))
@@ -128,14 +128,14 @@ def test_linear_1d_input(student):
     _check_linear(student, rand(4, seed=40), rand(2, 4, seed=41), rand(2, seed=42))
 
 
-@graded("linear_forward", points=1)
+@graded("linear_forward", points=1, visible=True)
 def test_linear_no_bias(student):
     """b=None gives x Wᵀ"""
     _check_linear(student, rand(4, 3, seed=50), rand(6, 3, seed=51), None)
     _check_linear(student, rand(3, seed=52), rand(2, 3, seed=53), None)
 
 
-@graded("linear_forward", points=1)
+@graded("linear_forward", points=1, visible=True)
 def test_linear_float64(student):
     """float64 layer and input give a float64 result"""
     _check_linear(student, rand(9, 2, seed=60, dtype=F64), rand(5, 2, seed=61, dtype=F64),

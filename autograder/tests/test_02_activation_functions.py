@@ -118,7 +118,7 @@ def test_relu_any_shape(student):
         _check_relu(student, t)
 
 
-@graded("relu", points=1)
+@graded("relu", points=1, visible=True)
 def test_relu_float64(student):
     """a float64 input gives a float64 result"""
     _check_relu(student, rand(6, 5, seed=204, dtype=F64, low=-2, high=2))
@@ -155,7 +155,7 @@ def test_relu_derivative_small(student):
     _check_relu_derivative(student, away_from_zero(5, 3, seed=210))
 
 
-@graded("relu_derivative", points=1)
+@graded("relu_derivative", points=1, visible=True)
 def test_relu_derivative_at_zero(student):
     """at z == 0 the derivative is 0, as torch.relu's backward gives"""
     _check_relu_derivative(student, torch.tensor([-2.0, -0.5, 0.0, 0.0, 0.5, 3.0]))
@@ -164,7 +164,7 @@ def test_relu_derivative_at_zero(student):
     _check_relu_derivative(student, z)
 
 
-@graded("relu_derivative", points=1)
+@graded("relu_derivative", points=1, visible=True)
 def test_relu_derivative_dtype(student):
     """returns a float tensor of the input's dtype (float32 or float64), never bool"""
     _check_relu_derivative(student, away_from_zero(8, seed=212))
@@ -203,14 +203,14 @@ def test_sigmoid_small(student):
     _check_sigmoid(student, torch.linspace(-5, 5, 11))
 
 
-@graded("sigmoid", points=1)
+@graded("sigmoid", points=1, visible=True)
 def test_sigmoid_shapes_float64(student):
     """2-D float32 and 3-D float64 inputs match torch.sigmoid"""
     _check_sigmoid(student, rand(4, 7, seed=220, low=-6, high=6))
     _check_sigmoid(student, rand(2, 3, 2, seed=221, dtype=F64, low=-6, high=6))
 
 
-@graded("sigmoid", points=1)
+@graded("sigmoid", points=1, visible=True)
 def test_sigmoid_large_inputs(student):
     """very large positive and negative inputs give 1 and 0, never nan"""
     _check_sigmoid(student, torch.tensor([-200.0, -100.0, -30.0, 0.0, 30.0, 100.0, 200.0]))
@@ -245,7 +245,7 @@ def test_sigmoid_derivative_small(student):
     _check_sigmoid_derivative(student, torch.linspace(-5, 5, 11))
 
 
-@graded("sigmoid_derivative", points=1)
+@graded("sigmoid_derivative", points=1, visible=True)
 def test_sigmoid_derivative_shapes_float64(student):
     """2-D float32 and 3-D float64 inputs match autograd"""
     _check_sigmoid_derivative(student, rand(5, 3, seed=230, low=-6, high=6))

@@ -81,14 +81,14 @@ def test_mse_loss_vector(student):
                     torch.tensor([1.0, -1.0, 0.0, 0.5, 1.0, 0.0]))
 
 
-@graded("mse_loss", points=1)
+@graded("mse_loss", points=1, visible=True)
 def test_mse_loss_batch(student):
     """a (N, out) batch averages over all N * out entries, as a 0-dim tensor"""
     _check_mse_loss(student, rand(4, 3, seed=300), rand(4, 3, seed=301))
     _check_mse_loss(student, rand(2, 5, seed=302, low=-3, high=3), rand(2, 5, seed=303))
 
 
-@graded("mse_loss", points=1)
+@graded("mse_loss", points=1, visible=True)
 def test_mse_loss_float64(student):
     """float64 inputs of 1, 2 and 3 dimensions give a float64 loss"""
     _check_mse_loss(student, rand(7, seed=304, dtype=F64), rand(7, seed=305, dtype=F64))
@@ -123,14 +123,14 @@ def test_mse_loss_grad_vector(student):
                          torch.tensor([1.0, -1.0, 0.0, 0.5, 1.0]))
 
 
-@graded("mse_loss_grad", points=1)
+@graded("mse_loss_grad", points=1, visible=True)
 def test_mse_loss_grad_batch(student):
     """a (N, out) batch divides by N * out (numel), not by the batch size"""
     _check_mse_loss_grad(student, rand(4, 3, seed=310), rand(4, 3, seed=311))
     _check_mse_loss_grad(student, rand(6, 1, seed=312), rand(6, 1, seed=313))
 
 
-@graded("mse_loss_grad", points=1)
+@graded("mse_loss_grad", points=1, visible=True)
 def test_mse_loss_grad_float64(student):
     """float64 2-D and 3-D inputs match autograd and stay float64"""
     _check_mse_loss_grad(student, rand(5, 2, seed=314, dtype=F64), rand(5, 2, seed=315, dtype=F64))
@@ -242,7 +242,7 @@ def test_relu_backward_small(student):
     _check_relu_backward(student, rand(4, 5, seed=370), away_from_zero(4, 5, seed=371))
 
 
-@graded("relu_backward", points=1)
+@graded("relu_backward", points=1, visible=True)
 def test_relu_backward_at_zero(student):
     """where z == 0 the gradient is 0, as torch.relu's backward gives"""
     _check_relu_backward(student, torch.tensor([0.5, -1.0, 2.0, 1.5, -0.3, 0.7]),
@@ -341,7 +341,7 @@ def test_mlp_backward_float64(student):
                _params(4, 7, 3, seed=392, dtype=F64))
 
 
-@graded("mlp_backward", points=1)
+@graded("mlp_backward", points=1, visible=True)
 def test_mlp_backward_at_kink(student):
     """hidden units with z1 == 0 exactly get no gradient, as with torch.relu"""
     x = rand(6, 3, seed=400, dtype=F64)
