@@ -90,11 +90,12 @@ def bwrap_command(uid: int, root: bool, program: list[str] | None = None,
     for path in package_binds:
         command += ["--ro-bind", str(path), str(path)]
     command += ["--remount-ro", str(PACKAGE)]
-    command += _mkdirs([Path(w) for w in writable])
+    command += ["--proc", "/proc", "--dev", "/dev",
+                "--size", str(SCRATCH_BYTES), "--perms", "1777", "--tmpfs", SCRATCH]
+    command += _mkdirs([Path(w) for w in writable])  # after the scratch tmpfs: it may lie in /tmp
     for folder in writable:
         command += ["--bind", folder, folder]
-    command += ["--proc", "/proc", "--dev", "/dev",
-                "--size", str(SCRATCH_BYTES), "--perms", "1777", "--tmpfs", SCRATCH,
+    command += [
                 "--chdir", SCRATCH, "--clearenv",
                 "--setenv", "HOME", SCRATCH, "--setenv", "MPLCONFIGDIR", f"{SCRATCH}/.matplotlib",
                 "--setenv", "AUTOGRADER_SCRATCH", SCRATCH, "--setenv", "PYTHONDONTWRITEBYTECODE", "1",

@@ -27,6 +27,8 @@ LOAD_TIMEOUT = 20.0
 """Seconds the learner's cells may take to run (defining the functions)."""
 NOTEBOOK_BUDGET = 90.0
 """Seconds of learner code (loading and calls) one notebook may use in all."""
+MAX_BAD_CELLS = 2
+"""Cells that kill or hang the process while loading are left out, up to this many."""
 LIMITS = {"memory_limit": 2 << 30, "cpu_seconds": 120, "processes": 64, "file_bytes": 32 << 20}
 """Per child: address space on top of torch's, CPU seconds, processes of the jail's uid, file size."""
 
@@ -99,30 +101,51 @@ class Sandbox:
 
     # -- children -------------------------------------------------------------
     def _start(self, owner: str | None) -> LoadReport:
+        """A fresh child with the cells run; a cell that kills or hangs it is named and left out."""
+        culprits: list[str] = []
+        for _ in range(MAX_BAD_CELLS + 1):
+            report, bad = self._spawn_and_load(owner)
+            if bad is None or report.failed and not self.cells[bad:]:
+                break
+            if report.failed:
+                culprits.append(f"a cell of yours {report.errors[0]}, so it was left out")
+                self.cells = [*self.cells[:bad], {"source": "pass", "definitions_only": False},
+                              *self.cells[bad + 1:]]
+        report.errors[:0] = culprits
+        return report
+
+    def _spawn_and_load(self, owner: str | None) -> tuple[LoadReport, int | None]:
         self._discard()
         started = time.monotonic()
         spawned = jail().spawn(self.limits)
         if spawned is None:
-            return LoadReport([], ["the grader could not start a process for your code"], failed=True)
+            return LoadReport([], ["the grader could not start a process for your code"], True), None
         self._conn, self._pid = spawned
         self._owner = owner
         timeout = min(self.load_timeout, self._left())
-        reply = None
+        reply, running = None, None
         try:
             self._conn.send_bytes(wire.dumps(self.cells))
-            reply = self._receive(timeout)
+            while True:
+                reply = self._receive(timeout - (time.monotonic() - started))
+                if reply is None or reply.get("status") != "running":
+                    break
+                running = reply.get("cell") if isinstance(reply.get("cell"), int) else None
         except (OSError, ValueError):
             reply = {"status": "crashed"}
         self._spent += time.monotonic() - started
         if reply is None or reply.get("status") != "loaded":
             what = (f"did not finish within {timeout:g} s" if reply is None
-                    else f"crashed ({self._exit_detail()})")
+                    else f"stopped the process ({self._exit_detail()})")
             self._discard()
-            return LoadReport([], [f"running your cells {what}"], failed=True)
+            bad = running if running is not None and 0 <= running < len(self.cells) else None
+            if self._left() <= 0:
+                bad = None
+            return LoadReport([], [what], failed=True), bad
         try:
-            return LoadReport([str(d) for d in reply["defined"]], [str(e) for e in reply["errors"]])
+            return LoadReport([str(d) for d in reply["defined"]], [str(e) for e in reply["errors"]]), None
         except (KeyError, TypeError):
-            return LoadReport([], ["running your cells gave an unreadable answer"], failed=True)
+            return LoadReport([], ["running your cells gave an unreadable answer"], failed=True), None
 
     def load(self) -> LoadReport:
         """Run the learner's cells (once, to see what they define) and report it."""

@@ -139,3 +139,13 @@ def autograd(x):
         used = box.call("names", (torch.ones(2, 2), torch.ones(2, 2))).used
         assert {"aten.mm", "aten.bmm"} <= set(used)
         assert "autograd.autograd_engine" in box.call("autograd", (torch.ones(2),)).used
+
+
+def test_a_cell_that_kills_the_process_while_loading_costs_only_its_own_definitions():
+    parts = [{"source": "def first():\n    return 1\n", "definitions_only": False},
+             {"source": "import os\nos._exit(3)\ndef lost():\n    return 2\n", "definitions_only": False},
+             {"source": "def last():\n    return 3\n", "definitions_only": False}]
+    with Sandbox(parts) as box:
+        assert box.call("first").value == 1 and box.call("last").value == 3
+        assert box.call("lost").status == "missing"
+    assert "left out" in box.load_report.errors[0]

@@ -161,11 +161,16 @@ def _constant(node) -> bool:
     return True
 
 
-def run_cells(cells: list[dict]) -> tuple[dict, list[str]]:
-    """Run the cells in one namespace, as the notebook would; a cell that raises does not stop the rest."""
+def run_cells(cells: list[dict], started=lambda i: None) -> tuple[dict, list[str]]:
+    """Run the cells in one namespace, as the notebook would; a cell that raises does not stop the rest.
+
+    `started(i)` is told before cell i runs, so that a cell that kills or hangs the process
+    can be named and left out.
+    """
     namespace = {"__name__": "__main__"}
     errors = []
     for i, cell in enumerate(cells, 1):
+        started(i - 1)
         source = cell["source"]
         if cell.get("definitions_only"):
             source = _definitions(source)
@@ -252,7 +257,8 @@ def main(fd: int, limits: dict) -> None:
     limit_resources(**limits)
     try:
         cells = wire.loads(conn.recv_bytes(64 << 20))
-        namespace, errors = run_cells(cells)
+        namespace, errors = run_cells(
+            cells, lambda i: conn.send_bytes(wire.dumps({"status": "running", "cell": i})))
         defined = sorted(k for k, v in namespace.items()
                          if not k.startswith("__") and callable(v))[:1000]
         conn.send_bytes(wire.dumps({"status": "loaded", "defined": defined, "errors": errors[:50]}))
