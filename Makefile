@@ -8,9 +8,21 @@ TORCH_SPEC ?= -c constraints.txt torch
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup demo test build clean
+.PHONY: setup jail demo test build clean
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed jail
+
+# Learner code is graded in a bubblewrap jail: install it where we can (root with apt-get),
+# else say what is missing (the grader refuses to run without it, unless --no-jail).
+jail:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing bubblewrap (the jail for learner code)"; \
+	    apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; }; \
+	  else \
+	    echo "bubblewrap (bwrap) is missing: install it (apt-get install bubblewrap / dnf install bubblewrap) to grade learner code in a jail"; \
+	  fi; }
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
