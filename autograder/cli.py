@@ -22,6 +22,9 @@ def _parser() -> argparse.ArgumentParser:
     grade.add_argument("--only", action="append", metavar="FUNCTION",
                        help="grade only the tests of this function (repeatable)")
     grade.add_argument("--quiet", action="store_true", help="print only the total")
+    grade.add_argument("--no-jail", action="store_true",
+                       help="run learner code without the jail (only code you trust: it gets "
+                            "your rights, files and network)")
     build = commands.add_parser("build", help="(instructor) regenerate release/ and solutions/")
     build.add_argument("assignments", nargs="*", help="assignment ids (default: all with a source notebook)")
     demo = commands.add_parser("demo", help="(instructor) the nbgrader pipeline on the sample submissions")
@@ -51,14 +54,24 @@ def main(argv: list[str] | None = None) -> int:
         return _error(str(error))
     if (args.shard or args.force) and not args.path.is_dir():
         return _error("--shard and --force apply to grading a folder (with --out DIR)")
+    from autograder import jailer
+    jailer.configure(jailed=not args.no_jail)
+    if args.no_jail:
+        print("warning: --no-jail: learner code runs with your rights, files and network",
+              file=sys.stderr)
+    else:
+        try:
+            jailer.check()
+        except jailer.JailUnavailable as error:
+            return _error(str(error))
     from autograder.jailer import warm_up
-    if not args.path.is_dir():  # a batch warms up only when it has work (see _grade_folder)
+    if not args.path.is_dir():  # a batch's workers start their own (jailer.check() ran above)
         warm_up()
+    if args.path.is_dir():  # the batch's main process does not import torch: its workers do
+        return _grade_folder(args)
     from autograder.notebook import NotGradable
     from autograder.plugin import AuthoringError
     try:
-        if args.path.is_dir():
-            return _grade_folder(args)
         return _grade_one(args)
     except NotGradable as error:
         return _error(str(error))
@@ -125,9 +138,6 @@ def _grade_folder(args) -> int:
 
     def start(count: int) -> None:
         nonlocal bar
-        if count:  # fail here, once, if no sandbox can be built (the workers start their own)
-            from autograder.jailer import warm_up
-            warm_up()
         bar = tqdm(total=count, unit="notebook", file=sys.stderr, disable=count == 0)
 
     def done(task, g) -> None:

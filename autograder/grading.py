@@ -24,11 +24,14 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autograder.course import ASSIGNMENTS, ROOT
 from autograder.notebook import NotGradable, Submission, find_submissions, load_submission
-from autograder.plugin import TestResult, run_tests
 from autograder.jailer import warm_up
+
+if TYPE_CHECKING:
+    from autograder.plugin import TestResult
 
 BROKEN = ("The grader could not grade this notebook (an internal error, not your fault); "
           "your instructor has been told.")
@@ -65,6 +68,7 @@ class Graded:
 def written_results(submission: Submission, only: set[str] | None = None) -> list[TestResult]:
     """Answers graded by hand: listed with max_score 0 (their points live in nbgrader's gradebook
     or a manual Gradescope question), so they never count and never show as failed."""
+    from autograder.plugin import TestResult
     out = []
     for grade_id, points, text in submission.written:
         if only is not None and grade_id not in only:
@@ -82,6 +86,7 @@ def written_results(submission: Submission, only: set[str] | None = None) -> lis
 
 def grade_notebook(path: Path, only: set[str] | None = None) -> Graded:
     """Grade one notebook in this process (learner code still runs in a sandbox)."""
+    from autograder.plugin import run_tests
     submission = load_submission(path)
     plugin = run_tests([submission], only)
     return Graded(path.stem, submission.assignment.id,
@@ -96,6 +101,8 @@ def _broken(student: str, assignment: str, error: BaseException) -> Graded:
 
 
 def _run(submissions: list[Submission], only: set[str] | None) -> dict[str, list[TestResult]]:
+    # Imported here: the batch's main process never imports torch (only its workers do).
+    from autograder.plugin import run_tests
     plugin = run_tests(submissions, only)
     return {s.key: plugin.results[s.key] + written_results(s, only) for s in submissions}
 

@@ -10,8 +10,10 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from autograder.plugin import TestResult
+if TYPE_CHECKING:
+    from autograder.plugin import TestResult
 
 
 def results_json(results: list[TestResult], *, error: str | None = None,
