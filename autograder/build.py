@@ -36,18 +36,22 @@ def generate_release(assignment: str, root: Path = ROOT) -> Path:
 
 
 def solution_notebook(source: Path) -> nbformat.NotebookNode:
-    """The source notebook as a worked solution: answers kept, hidden tests and grading cells removed."""
+    """The source notebook as a worked solution: answers and visible checks kept, hidden tests removed."""
     nb = nbformat.read(source, as_version=4)
     nb, _ = ClearHiddenTests().preprocess(nb, {})
     cells = []
     for cell in nb.cells:
         meta = cell.metadata.pop("nbgrader", {})
-        if meta.get("grade") and not meta.get("solution"):
-            continue  # a hidden-test cell: empty once the hidden tests are cleared
+        if meta.get("grade") and not meta.get("solution") and not _code(cell.source):
+            continue  # a graded cell that held only hidden tests
         cell.source = _SOLUTION_MARKER.sub("", cell.source)
         cells.append(cell)
     nb.cells = cells
     return nb
+
+
+def _code(source: str) -> bool:
+    return any(line.strip() and not line.strip().startswith("#") for line in source.splitlines())
 
 
 def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 120) -> nbformat.NotebookNode:
