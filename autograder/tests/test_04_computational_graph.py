@@ -299,7 +299,7 @@ def test_graph_nodes_mlp(student):
                       about="the MSE loss of nn.Sequential(Linear(3, 4), ReLU(), Linear(4, 2))")
 
 
-@graded("graph_nodes", points=1)
+@graded("graph_nodes", points=1, visible=True)
 def test_graph_nodes_shared(student):
     """nodes reached twice (a tensor used twice, a layer used twice) are listed once"""
     for name in ("shared_product", "tied_layer"):
@@ -388,7 +388,7 @@ def test_leaf_tensors_no_grad_fn(student):
         check_leaf_tensors(student, "no_graph", kind, about=f"a tensor without grad_fn ({kind})")
 
 
-@graded("leaf_tensors", points=1)
+@graded("leaf_tensors", points=1, visible=True)
 def test_leaf_tensors_shared(student):
     """a parameter reached twice (tied weights, a tensor used twice) is listed once"""
     check_leaf_tensors(student, "tied_layer", 2, about="the same nn.Linear applied twice")
@@ -488,7 +488,7 @@ def test_hidden_grad_parameter_grads(student):
             "L.backward() once.": lambda grad=grad: 2 * grad})
 
 
-@graded("hidden_grad", points=1)
+@graded("hidden_grad", points=1, visible=True)
 def test_hidden_grad_inactive_units(student):
     """with ReLU units switched off, the answer is dL/dh (after the ReLU), not dL/dz"""
     sizes, x, y = (4, 6, 3), rand(9, 4, seed=60), rand(9, 3, seed=61)

@@ -125,7 +125,7 @@ def test_sgd_step_same_leaves(student):
     check_same_leaves(after)
 
 
-@graded("sgd_step", points=1)
+@graded("sgd_step", points=1, visible=True)
 def test_sgd_step_skips_missing_grad(student):
     """tensors whose .grad is None are skipped and left untouched"""
     params = make_params([(3,), (2, 2), (4,)], seed=30, without_grad=(1,))
@@ -142,7 +142,7 @@ def test_sgd_step_float64(student):
     check_values(student, params, 0.37, "float64")
 
 
-@graded("sgd_step", points=1)
+@graded("sgd_step", points=1, visible=True)
 def test_sgd_step_keeps_grad(student):
     """.grad is left as it was (clearing it is zero_grad()'s job)"""
     params = make_params([(4, 2), (4,)], seed=50)
@@ -300,7 +300,7 @@ def test_momentum_combined_float64(student):
                    0.07, momentum=0.5, weight_decay=0.01, nesterov=True)
 
 
-@graded("sgd_momentum_update", points=1)
+@graded("sgd_momentum_update", points=1, visible=True)
 def test_momentum_pure(student):
     """p, grad and buf are left unchanged (the function is pure)"""
     p, g, buf = rand(4, seed=130), rand(4, seed=131), rand(4, seed=132)

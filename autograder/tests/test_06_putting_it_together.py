@@ -102,7 +102,7 @@ def test_train_matches_pytorch_small(student):
     check_training(student, x, torch.sin(x), make_params(1, 16, 1, seed=1), 0.1, 5)
 
 
-@graded("train_mlp", points=1)
+@graded("train_mlp", points=1, visible=True)
 def test_train_losses_before_each_update(student):
     """the first loss is the loss of the starting parameters"""
     x, y = rand(12, 3, seed=10), rand(12, 2, seed=11)
@@ -117,7 +117,7 @@ def test_train_losses_before_each_update(student):
                           lambda: torch.tensor([mistaken_train(x, y, params, 0.05, 2)[1][1]])})
 
 
-@graded("train_mlp", points=1)
+@graded("train_mlp", points=1, visible=True)
 def test_train_multi_output_float64(student):
     """several outputs, float64, 20 steps"""
     x, y = rand(10, 4, seed=20, dtype=torch.float64), rand(10, 3, seed=21, dtype=torch.float64)
