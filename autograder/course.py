@@ -76,6 +76,12 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
         "06_putting_it_together", "putting_it_together.ipynb", ("train_mlp", "layer_grad_norms"),
         banned={"train_mlp": AUTOGRAD},
     ),
+    Assignment(
+        "07_custom_autograd", "custom_autograd.ipynb",
+        ("LinearFunction", "FakeQuantize", "train_quantized", "record_ops"),
+        banned={"LinearFunction": AUTOGRAD},
+        banned_reason={"LinearFunction": "write backward's gradients by hand from the formulas"},
+    ),
 ]}
 
 

@@ -194,11 +194,12 @@ class Sandbox:
 
     # -- calls ---------------------------------------------------------------
     def call(self, name: str, args: tuple = (), kwargs: dict | None = None,
-             references: dict[str, str] | None = None) -> Reply:
+             references: dict[str, str] | None = None, driver: wire.Recipe | None = None) -> Reply:
         """Call the learner's function `name`; never raises for anything the learner does.
 
         `references` maps other function names to trusted source code that replaces
-        the learner's version of them during this call.
+        the learner's version of them during this call. `driver` (trusted code, a Recipe
+        whose function takes the learner's object first) calls a class the learner completed.
         """
         if name in self._hung:
             return Reply("timeout", detail=f"an earlier call of {name} did not finish either")
@@ -214,6 +215,8 @@ class Sandbox:
         self._owner = name
         request = {"call": name, "args": wire.encode(tuple(args)),
                    "kwargs": wire.encode(dict(kwargs or {})), "references": references or {}}
+        if driver is not None:
+            request["driver"] = {"source": driver.source, "name": driver.name}
         started = time.monotonic()
         try:
             self._conn.send_bytes(wire.dumps(request))

@@ -81,6 +81,7 @@ def test_answer_cells_keep_def_line_and_docstring(assignment):
     answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in released.cells
                if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
     for function in a.functions:
-        assert f"def {function}(" in answers.get(function, ""), function
+        assert (f"def {function}(" in answers.get(function, "")
+                or f"class {function}(" in answers.get(function, "")), function
         assert '"""' in answers[function], f"{function}: the stub needs a docstring"
         assert "raise NotImplementedError()" in answers[function]
