@@ -40,6 +40,7 @@ WRONG_SAMPLE = {
     "04_computational_graph": "leaf_tensors_repeats",
     "05_gradient_descent": "sgd_step_sign",
     "06_putting_it_together": "mse_over_batch",
+    "07_custom_autograd": "fake_quantize_true_derivative",
 }
 """For nbgrader validate: one wrong sample per assignment, each a mistake the review saw pass."""
 
