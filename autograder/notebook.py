@@ -92,7 +92,7 @@ def _defined_names(source: str) -> set[str]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
-    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
 
 
 def answer_id(cell) -> str | None:
