@@ -32,6 +32,19 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--jobs", type=int, help="worker processes for the grader")
     demo.add_argument("--all", action="store_true", dest="every",
                       help="every sample submission (default: a share covering every function)")
+    gradescope = commands.add_parser("gradescope", help="(instructor) write a Gradescope autograder zip")
+    gradescope.add_argument("assignment", help="assignment id, e.g. 01_linear_algebra")
+    gradescope.add_argument("--out", type=Path, default=Path("autograder.zip"),
+                            help="the zip to write (default: autograder.zip)")
+    gradescope.add_argument("--torch-index-url", default="", metavar="URL",
+                            help="the package index setup.sh installs torch from (PyTorch's "
+                                 "CPU-only wheel index for the small CPU build)")
+    gradescope.add_argument("--no-jail", action="store_true",
+                            help="grade without the jail on Gradescope (only if its container "
+                                 "cannot build one: learner code then gets the grader's rights)")
+    report = commands.add_parser("report", help="(instructor) an HTML class report of a batch")
+    report.add_argument("dir", type=Path, help="a batch's --out DIR (<student>/<assignment>.json)")
+    report.add_argument("--out", type=Path, help="write REPORT_DIR/index.html (default: DIR/report)")
     return parser
 
 
@@ -48,6 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         from autograder.demo import demo
         return demo(args.assignments, args.jobs, args.every)
+    if args.command == "gradescope":
+        from autograder.gradescope import build as gradescope
+        return gradescope(args.assignment, args.out, args.torch_index_url, not args.no_jail)
+    if args.command == "report":
+        from autograder.classreport import write_report
+        return write_report(args.dir, args.out)
     try:
         args.shard = _shard(args.shard)
     except ValueError as error:
