@@ -8,7 +8,7 @@ TORCH_SPEC ?= -c constraints.txt torch
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup jail demo test build clean
+.PHONY: setup jail demo test build clean mutants
 
 setup: $(VENV)/.installed jail
 
@@ -35,6 +35,11 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+# `make mutants [A="01_linear_algebra ..."]`: mutation score of the hidden tests per assignment,
+# and the surviving mutants (tools/mutants.py; minutes, so CI does not run it).
+mutants: setup
+	$(BIN)/python tools/mutants.py $(A)
 
 build: setup
 	$(BIN)/python -m autograder build

@@ -17,3 +17,23 @@ def away_from_zero(*shape: int, seed: int, dtype: torch.dtype = torch.float32,
     """Random values with |z| >= margin: for derivatives that are not defined at 0."""
     z = rand(*shape, seed=seed, dtype=dtype)
     return torch.where(z.abs() < margin, torch.sign(z + 1e-12) * margin, z)
+
+
+def sweep(strategy, check, examples: int = 8) -> None:
+    """Run `check(example)` on `examples` inputs drawn by hypothesis from `strategy`.
+
+    Deterministic (derandomized, no example database) and cheap: no shrinking, so a failing
+    learner costs one more call (hypothesis replays the failure), and the first failure is
+    raised as it is, with the message `check` wrote for the learner. Every call crosses into
+    the sandbox: keep `examples` small.
+    """
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
+              phases=[Phase.explicit, Phase.generate], report_multiple_bugs=False,
+              suppress_health_check=list(HealthCheck), print_blob=False)
+    @given(strategy)
+    def run(example):
+        check(example)
+
+    run()

@@ -3,9 +3,10 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import strategies as st
 
 from autograder.compare import expect_tensor
-from autograder.tests.data import rand
+from autograder.tests.data import rand, sweep
 
 ASSIGNMENT = "01_linear_algebra"
 graded = pytest.mark.graded
@@ -39,13 +40,22 @@ def test_matmul_small(student):
     expect_tensor(student.matmul(A, B), A @ B, "matmul(A, B)", mistakes=_matmul_mistakes(A, B))
 
 
+def _check_matmul(student, n, k, m, dtype=F32):
+    A, B = rand(n, k, seed=n * 100 + k, dtype=dtype), rand(k, m, seed=k * 100 + m, dtype=dtype)
+    expect_tensor(student.matmul(A, B), A @ B, f"matmul(A, B) with A {n}x{k}, B {k}x{m}",
+                  mistakes=_matmul_mistakes(A, B))
+
+
+SIZES = st.integers(1, 4)
+
+
 @graded("matmul", points=1)
 def test_matmul_shapes(student):
     """non-square shapes, a single row and an inner size of 1 match torch"""
     for n, k, m in [(5, 3, 7), (1, 4, 6), (8, 1, 2)]:
-        A, B = rand(n, k, seed=n * 100 + k), rand(k, m, seed=k * 100 + m)
-        expect_tensor(student.matmul(A, B), A @ B, f"matmul(A, B) with A {n}x{k}, B {k}x{m}",
-                      mistakes=_matmul_mistakes(A, B))
+        _check_matmul(student, n, k, m)
+    # any sizes from 1 to 4 (hypothesis, derandomized)
+    sweep(st.tuples(SIZES, SIZES, SIZES), lambda c: _check_matmul(student, *c), examples=6)
 
 
 @graded("matmul", points=1, visible=True)
@@ -69,6 +79,13 @@ def test_matmul_rejects_non_matrix(student):
                           why="A is 1-D")
     student.expect_raises("matmul", "ValueError", rand(2, 3, seed=7), rand(2, 3, 2, seed=8),
                           why="B is 3-D")
+    # the inner sizes agree, so only the dimension check can catch these
+    student.expect_raises("matmul", "ValueError", rand(2, 3, seed=9), rand(3, seed=10),
+                          why="B is 1-D")
+    student.expect_raises("matmul", "ValueError", rand(2, 3, seed=11), rand(3, 2, 2, seed=12),
+                          why="B is 3-D")
+    student.expect_raises("matmul", "ValueError", rand(2, 2, 3, seed=13), rand(3, 2, seed=14),
+                          why="A is 3-D")
 
 
 def _linear_mistakes(x, W, b):
@@ -82,6 +99,11 @@ def _linear_mistakes(x, W, b):
             lambda: F.linear(x.unsqueeze(0), W, b),
         "new tensors default to float32: create them with dtype=x.dtype.":
             lambda: F.linear(x, W, b).float(),
+        "a batch of one, x of shape (1, in), stays 2-D: the output is (1, out). Only a 1-D x "
+        "gives a 1-D output (remove the batch dimension only if you added it).":
+            lambda: F.linear(x, W, b).squeeze(0) if x.dim() == 2 else None,
+        "squeeze() removes every dimension of size 1, here out_features = 1 too: remove only "
+        "the batch dimension, squeeze(0).": lambda: F.linear(x, W, b).squeeze(),
     }
     return mistakes
 
@@ -118,14 +140,23 @@ def test_linear_square_weight(student):
 
 @graded("linear_forward", points=1, visible=True)
 def test_linear_batch_equals_out(student):
-    """batch size equal to out_features: the bias broadcasts over rows"""
+    """batch size equal to out_features (the bias broadcasts over rows), batch of one, sizes 1-4"""
     _check_linear(student, rand(3, 7, seed=30), rand(3, 7, seed=31), rand(3, seed=32))
+    _check_linear(student, rand(1, 4, seed=33), rand(3, 4, seed=34), rand(3, seed=35))
+
+    def layer(sizes):
+        n, n_in, n_out = sizes
+        seed = 1000 * n + 100 * n_in + 10 * n_out
+        _check_linear(student, rand(n, n_in, seed=seed), rand(n_out, n_in, seed=seed + 1),
+                      rand(n_out, seed=seed + 2))
+    sweep(st.tuples(SIZES, SIZES, SIZES), layer, examples=6)   # hypothesis, derandomized
 
 
 @graded("linear_forward", points=1, visible=True)
 def test_linear_1d_input(student):
-    """a 1-D input gives a 1-D output"""
+    """a 1-D input gives a 1-D output, also with one output"""
     _check_linear(student, rand(4, seed=40), rand(2, 4, seed=41), rand(2, seed=42))
+    _check_linear(student, rand(4, seed=43), rand(1, 4, seed=44), rand(1, seed=45))
 
 
 @graded("linear_forward", points=1, visible=True)
@@ -140,3 +171,4 @@ def test_linear_float64(student):
     """float64 layer and input give a float64 result"""
     _check_linear(student, rand(9, 2, seed=60, dtype=F64), rand(5, 2, seed=61, dtype=F64),
                   rand(5, seed=62, dtype=F64))
+
