@@ -71,6 +71,14 @@ def shared_product(seed):
     return (h * h + h.tanh()).sum()
 
 
+def two_depths(seed):
+    w = _values(seed, 3).requires_grad_()
+    v = _values(seed + 1, 3).requires_grad_()
+    NAMED["w"], NAMED["v"] = w, v
+    s = w.exp()
+    return ((s * v.sin()) + s).sum()     # exp(w) feeds the sum directly and, one level down, the product
+
+
 def tied_layer(seed):
     layer = _linear(4, 4, seed)
     NAMED["layer"] = layer
@@ -224,6 +232,18 @@ def walk_mistakes(t):
     }
 
 
+def walk_hint(matches: list[str]) -> str:
+    """The hint for the mistakes whose walk gives the learner's list: one, or each of several
+    (on a small graph two mistakes can give the same order; never blame just one of them)."""
+    matches = list(dict.fromkeys(matches))
+    if not matches:
+        return ""
+    if len(matches) == 1:
+        return f"\nHint: {matches[0]}"
+    return "\nHint: on this graph more than one mistake gives this order: " + " Or: ".join(
+        f"({i}) {text}" for i, text in enumerate(matches, 1))
+
+
 SKIP_NONE = ("skip None: t.grad_fn is None for a tensor without a graph, and next_functions "
              "holds None for inputs that need no gradient.")
 
@@ -262,11 +282,8 @@ def check_graph_nodes(student, name: str, *args, about: str = ""):
     got = list(got)
     if got == expected:
         return
-    hint = ""
-    for text, wrong in walk_mistakes(t).items():
-        if names(wrong) == got and names(wrong) != expected:
-            hint = f"\nHint: {text}"
-            break
+    hint = walk_hint([text for text, wrong in walk_mistakes(t).items()
+                      if names(wrong) == got and names(wrong) != expected])
     if not hint and got == _dedup(names(dfs(t, once=False))):
         hint = ("\nHint: nodes that are different but share a name were merged: keep the nodes "
                 "themselves in your `seen` set, not their names.")
@@ -292,11 +309,15 @@ def test_graph_nodes_no_grad_fn(student):
 
 @graded("graph_nodes", points=1)
 def test_graph_nodes_mlp(student):
-    """the loss of a 2-layer network: depth first differs from breadth first"""
+    """the loss of a 2-layer network, a node reached at two depths: depth first, pre-order"""
     t, _ = build("mlp_loss", 3, 5, 3, 4, 2)
     authoring_check(names(dfs(t)) != names(bfs(t)), "mlp_loss must tell DFS from BFS")
     check_graph_nodes(student, "mlp_loss", 3, 5, 3, 4, 2,
                       about="the MSE loss of nn.Sequential(Linear(3, 4), ReLU(), Linear(4, 2))")
+    t, _ = build("two_depths", 8)
+    authoring_check(names(dfs(t)) != names(stack_marked_on_push(t)),
+                    "two_depths must tell DFS from a stack that marks nodes when pushed")
+    check_graph_nodes(student, "two_depths", 8, about="t = sum(s * sin(v) + s), s = exp(w)")
 
 
 @graded("graph_nodes", points=1, visible=True)
@@ -365,10 +386,8 @@ def check_leaf_tensors(student, name: str, *args, about: str = ""):
                 "node.variable as it is: .clone(), .detach(), .data or torch.tensor(...) make a "
                 "new tensor object, and an optimizer could not update the model through it.")
     else:
-        for text, wrong in walk_mistakes(t).items():
-            if _leaf_origins(wrong, origin_of) == got_origins != expected:
-                hint = f"\nHint: {text}"
-                break
+        hint = walk_hint([text for text, wrong in walk_mistakes(t).items()
+                          if _leaf_origins(wrong, origin_of) == got_origins != expected])
     fail(f"{what} returned {_show(described)}; expected the leaves {_show(expected)}, in "
          f"this order, each the very tensor object (compared with `is`).{hint}")
 
@@ -404,6 +423,11 @@ def test_leaf_tensors_order(student):
     authoring_check(_leaf_origins(dfs(t), origin_of) != _leaf_origins(bfs(t), origin_of),
                     "input_leaf must tell DFS from BFS")
     check_leaf_tensors(student, "input_leaf", 5, about="a graph where the input x requires grad")
+    t, named = build("two_depths", 9)
+    authoring_check(_leaf_origins(dfs(t), _origins(named))
+                    != _leaf_origins(stack_marked_on_push(t), _origins(named)),
+                    "two_depths must tell DFS from a stack that marks nodes when pushed")
+    check_leaf_tensors(student, "two_depths", 9, about="t = sum(s * sin(v) + s), s = exp(w)")
     check_leaf_tensors(student, "float64_chain", 6, about="a float64 graph")
     check_leaf_tensors(student, "linear_1d", 7, about="nn.Linear(3, 2) applied to a 1-D input")
 
@@ -423,8 +447,11 @@ def reference_hidden_grad(seed, sizes, x, y, dtype):
     return h.grad, z.grad, grads, model
 
 
-NO_RETAIN = ("h is not a leaf, so backward() does not keep its gradient and h.grad stays None. "
-             "Call h.retain_grad() before L.backward() (or register a hook on h).")
+NO_RETAIN = ("return h.grad, and call h.retain_grad() before L.backward() (or register a hook on "
+             "h): h is not a leaf, so without it backward() does not keep its gradient and h.grad "
+             "stays None.")
+NO_BACKWARD = ("L.backward() was not called: every parameter's .grad is still None. Compute L = "
+               "F.mse_loss(model[2](h), y), call L.backward(), then return h.grad.")
 
 
 def call_hidden_grad(student, seed, sizes, x, y, dtype=F32):
@@ -443,7 +470,9 @@ def check_hidden_grad(student, seed, sizes, x, y, dtype=F32, about=""):
     reply, got = call_hidden_grad(student, seed, sizes, x, y, dtype)
     what = f"hidden_grad(model, x, y) for {about}"
     if got is None:
-        fail(f"{what} returned None.\nHint: {NO_RETAIN}")
+        params = [p for p in (reply.named_after or {}).values() if isinstance(p, torch.Tensor)]
+        untouched = bool(params) and all(p.info.grad is None for p in params)
+        fail(f"{what} returned None.\nHint: {NO_BACKWARD if untouched else NO_RETAIN}")
     with torch.no_grad():
         y_hat = model(x)
     mistakes = {
