@@ -82,6 +82,11 @@ def demo(assignments: list[str] | None = None, jobs: int | None = None, every: b
           f"({ours_seconds / n:.2f} s per notebook)")
     print("\nFiles: gradebook.db, grades.csv (nbgrader export), autograded/, "
           "feedback_json/<student>/<assignment>.json and feedback_json/grades.csv")
+    _step("class report (python -m autograder report feedback_json --out feedback_json/report)")
+    from autograder.classreport import write_report
+    write_report(ROOT / "feedback_json", ROOT / "feedback_json" / "report")
+    print("  open it in a browser: file://"
+          f"{(ROOT / 'feedback_json' / 'report' / 'index.html').as_posix()}")
     unexpected = sum(1 for s in scenarios if s.nbgrader
                      and theirs.get((s.student, s.assignment)) != ours.get((s.student, s.assignment), (None,))[0])
     return 1 if unexpected else 0

@@ -51,6 +51,8 @@ class Graded:
     """For the operator: the grader itself broke on this notebook (scored 0, retried next run)."""
     note: str | None = None
     """A remark for learner and operator that does not cost points (e.g. graded from another folder)."""
+    seconds: float | None = None
+    """How long its hidden tests ran (None: not measured); extra_data.seconds in a batch result."""
 
     @property
     def autograded(self) -> list[TestResult]:
@@ -90,7 +92,8 @@ def grade_notebook(path: Path, only: set[str] | None = None) -> Graded:
     submission = load_submission(path)
     plugin = run_tests([submission], only)
     return Graded(path.stem, submission.assignment.id,
-                  plugin.results[submission.key] + written_results(submission, only))
+                  plugin.results[submission.key] + written_results(submission, only),
+                  seconds=plugin.seconds.get(submission.key))
 
 
 # --- the work of one worker process -----------------------------------------------------------
@@ -100,10 +103,13 @@ def _broken(student: str, assignment: str, error: BaseException) -> Graded:
     return Graded(student, assignment, error=BROKEN, operator=summary.splitlines()[-1][:500])
 
 
-def _run(submissions: list[Submission], only: set[str] | None) -> dict[str, list[TestResult]]:
+def _run(submissions: list[Submission], only: set[str] | None,
+         seconds: dict[str, float] | None = None) -> dict[str, list[TestResult]]:
     # Imported here: the batch's main process never imports torch (only its workers do).
     from autograder.plugin import run_tests
     plugin = run_tests(submissions, only)
+    if seconds is not None:
+        seconds.update(plugin.seconds)
     return {s.key: plugin.results[s.key] + written_results(s, only) for s in submissions}
 
 
@@ -114,7 +120,7 @@ def _grade_chunk(items: list[tuple[int, str, str, str]], only: set[str] | None =
     The hidden tests of all items run in one pytest session; if that session fails as a whole,
     each notebook is graded again on its own, so only the one that breaks the grader scores 0.
     """
-    out, loaded = [], []
+    out, loaded, seconds = [], [], {}
     for index, student, assignment, path in items:
         try:
             submission = load_submission(path, student)
@@ -129,7 +135,7 @@ def _grade_chunk(items: list[tuple[int, str, str, str]], only: set[str] | None =
         groups = [[item] for item in loaded]
     for group in groups:
         try:
-            results = _run([s for _, _, s in group], only) if group else {}
+            results = _run([s for _, _, s in group], only, seconds) if group else {}
         except Exception as error:  # noqa: BLE001
             if len(group) == 1:
                 index, assignment, s = group[0]
@@ -137,11 +143,14 @@ def _grade_chunk(items: list[tuple[int, str, str, str]], only: set[str] | None =
                 continue
             for index, assignment, s in group:
                 try:
-                    out.append((index, Graded(s.student, assignment, _run([s], only)[s.key])))
+                    out.append((index, Graded(s.student, assignment,
+                                              _run([s], only, seconds)[s.key],
+                                              seconds=seconds.get(s.key))))
                 except Exception as error:  # noqa: BLE001
                     out.append((index, _broken(s.student, assignment, error)))
         else:
-            out += [(index, Graded(s.student, assignment, results[s.key]))
+            out += [(index, Graded(s.student, assignment, results[s.key],
+                                   seconds=seconds.get(s.key)))
                     for index, assignment, s in group]
     return out
 
@@ -388,6 +397,8 @@ def grade_batch(root: Path, out: Path, *, jobs: int | None = None,
                  "sha256": task.sha256, "graded_as": task.graded_as, "run": run}
         if graded.operator:
             extra |= {"operator": graded.operator, "retry": True}
+        if graded.seconds is not None:
+            extra["seconds"] = round(graded.seconds, 3)
         data = report.results_json(graded.results, error=graded.error, note=graded.note)
         data["extra_data"] = extra
         report.write_json(data, out / task.student / f"{task.assignment}.json")

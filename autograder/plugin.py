@@ -55,6 +55,8 @@ class GraderPlugin:
         self.submissions = submissions
         self.only = only
         self.results: dict[str, list[TestResult]] = {s.key: [] for s in submissions}
+        self.seconds: dict[str, float] = {s.key: 0.0 for s in submissions}
+        """Seconds each submission took: its tests' setup, call and teardown (its sandbox too)."""
 
     def pytest_configure(self, config):
         config.addinivalue_line("markers", "graded(function, points=1, visible=False): a scored hidden test")
@@ -83,6 +85,9 @@ class GraderPlugin:
     def pytest_runtest_makereport(self, item, call):
         outcome = yield
         report = outcome.get_result()
+        key = getattr(item, "callspec", None) and getattr(item.callspec.params.get("student"), "key", None)
+        if key in self.seconds:
+            self.seconds[key] += report.duration
         if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
             self._record(item, call, report)
 
