@@ -81,6 +81,10 @@ def bwrap_command(uid: int, root: bool, program: list[str] | None = None,
     command = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                "--unshare-cgroup-try", "--die-with-parent", "--new-session"]
     command += _system_binds()
+    # The scratch tmpfs first: a course or venv may itself lie under /tmp (a CI clone), and a
+    # later mount hides everything an earlier one put beneath it.
+    command += ["--proc", "/proc", "--dev", "/dev",
+                "--size", str(SCRATCH_BYTES), "--perms", "1777", "--tmpfs", SCRATCH]
     command += _mkdirs(prefixes + [PACKAGE])
     for prefix in prefixes:
         command += ["--ro-bind", str(prefix), str(prefix)]
@@ -90,9 +94,7 @@ def bwrap_command(uid: int, root: bool, program: list[str] | None = None,
     for path in package_binds:
         command += ["--ro-bind", str(path), str(path)]
     command += ["--remount-ro", str(PACKAGE)]
-    command += ["--proc", "/proc", "--dev", "/dev",
-                "--size", str(SCRATCH_BYTES), "--perms", "1777", "--tmpfs", SCRATCH]
-    command += _mkdirs([Path(w) for w in writable])  # after the scratch tmpfs: it may lie in /tmp
+    command += _mkdirs([Path(w) for w in writable])
     for folder in writable:
         command += ["--bind", folder, folder]
     command += [
