@@ -139,6 +139,9 @@ def test_zip_layout(zips):
                if line.startswith("torch=="))
     assert pin in setup and "apt-get install" in setup and "bubblewrap" in setup
     assert "-e \"$SOURCE\"" in setup
+    from autograder.gradescope import grading_requirements
+    assert grading_requirements() and all(f"'{r}'" in setup for r in grading_requirements())
+    assert "nbgrader" not in setup and "jupyterlab" not in setup
     assert "://" not in setup, "no index is named unless --torch-index-url is given"
     assert config["assignment"] == A1 and config["jail"] is True and config["max_score"] == 11
 

@@ -1,11 +1,14 @@
 """Hidden tests: 02_activation_functions (nonlinearity, ReLU and its derivative)."""
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import strategies as st
 
 from autograder.compare import expect_tensor, fail
-from autograder.tests.data import away_from_zero, rand
+from autograder.tests.data import away_from_zero, rand, sweep
 
 ASSIGNMENT = "02_activation_functions"
 graded = pytest.mark.graded
@@ -116,6 +119,14 @@ def test_relu_any_shape(student):
     z[0, 1] = 0.0
     for t in (rand(7, seed=202), rand(5, 1, seed=203), z, torch.zeros(3)):
         _check_relu(student, t)
+    # any shape of up to 3 dimensions (sizes 1 to 3) holding exact zeros, -0.0 and tiny values
+    # (hypothesis, derandomized); no values near float32's largest: (z + |z|) / 2 is a correct
+    # spelling a teacher accepts, and it overflows there
+    values = st.sampled_from([0.0, -0.0, 1.5, -1.5, 1e-30, -1e-30])
+    shapes = st.lists(st.integers(1, 3), min_size=1, max_size=3)
+    sweep(shapes.flatmap(lambda shape: st.lists(values, min_size=math.prod(shape),
+                                                max_size=math.prod(shape)).map(
+        lambda v: torch.tensor(v).reshape(shape))), lambda t: _check_relu(student, t), examples=5)
 
 
 @graded("relu", points=1, visible=True)

@@ -279,9 +279,11 @@ def test_momentum_dampening(student):
 
 @graded("sgd_momentum_update", points=1, visible=True)
 def test_momentum_weight_decay(student):
-    """weight_decay=0.1 with momentum: decay enters the gradient before the buffer"""
+    """weight_decay=0.1 and 1 with momentum: decay enters the gradient before the buffer"""
     check_momentum(student, rand(5, seed=90, low=-3, high=3), grads_for((5,), 4, 90), 0.1,
                    momentum=0.9, weight_decay=0.1)
+    check_momentum(student, rand(3, seed=95), grads_for((3,), 2, 95), 0.1, momentum=0.5,
+                   weight_decay=1.0)
 
 
 @graded("sgd_momentum_update", points=1, visible=True)

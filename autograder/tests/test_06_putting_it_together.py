@@ -37,7 +37,8 @@ def torch_train(x, y, params, lr, steps):
     return {k: p.detach().clone() for k, p in zip(KEYS, model.parameters())}, losses
 
 
-def mistaken_train(x, y, params, lr, steps, *, divide_by="numel", factor=2.0, sign=1.0):
+def mistaken_train(x, y, params, lr, steps, *, divide_by="numel", factor=2.0, sign=1.0,
+                   slope_at_zero=False):
     """What train_mlp returns with a known mistake in its backward pass or step."""
     W1, b1, W2, b2 = (params[k].clone() for k in KEYS)
     losses = []
@@ -48,7 +49,7 @@ def mistaken_train(x, y, params, lr, steps, *, divide_by="numel", factor=2.0, si
         losses.append(((y_hat - y) ** 2).mean().item())
         n = y_hat.numel() if divide_by == "numel" else y_hat.shape[0]
         G = factor * (y_hat - y) / n
-        dz = (G @ W2) * (z > 0).to(z.dtype)
+        dz = (G @ W2) * ((z >= 0) if slope_at_zero else (z > 0)).to(z.dtype)
         grads = (dz.T @ x, dz.sum(0), G.T @ h, G.sum(0))
         W1, b1, W2, b2 = (p - sign * lr * g for p, g in zip((W1, b1, W2, b2), grads))
     return {"W1": W1, "b1": b1, "W2": W2, "b2": b2}, losses
@@ -66,6 +67,8 @@ def _train_mistakes(x, y, params, lr, steps, key):
         "the MSE gradient is 2(ŷ − y)/n: the factor 2 is missing.": variant(factor=1.0),
         "the update adds the gradient: θ ← θ − lr·∂L/∂θ goes against the gradient (sign error: the "
         "loss goes up).": variant(sign=-1.0),
+        "where z = x W1ᵀ + b1 is exactly 0 the ReLU's slope is 0, as in torch.relu's backward: "
+        "test z > 0, not z >= 0.": variant(slope_at_zero=True),
     }
 
 
@@ -107,7 +110,10 @@ def test_train_losses_before_each_update(student):
     """the first loss is the loss of the starting parameters"""
     x, y = rand(12, 3, seed=10), rand(12, 2, seed=11)
     params = make_params(3, 5, 2, seed=12)
-    _, losses = student.train_mlp(x, y, params, 0.05, 3)
+    got = student.train_mlp(x, y, params, 0.05, 3)
+    if not (isinstance(got, tuple) and len(got) == 2):
+        fail(f"train_mlp(..., steps=3) should return a tuple (new_params, losses); got {got!r:.80}.")
+    losses = got[1]
     start_loss = F.mse_loss(torch.relu(x @ params["W1"].T + params["b1"]) @ params["W2"].T + params["b2"], y)
     if not isinstance(losses, list) or not losses:
         fail(f"train_mlp(..., steps=3) returned losses={losses!r:.60}; expected a list of 3 floats.")
@@ -126,10 +132,14 @@ def test_train_multi_output_float64(student):
 
 @graded("train_mlp", points=1)
 def test_train_longer(student):
-    """50 steps with a larger learning rate"""
+    """50 steps with a larger learning rate; a hidden unit whose input is exactly 0 (ReLU's kink)"""
     x = rand(40, 2, seed=30, low=-2, high=2)
     y = (x[:, :1] * x[:, 1:]).sin()
     check_training(student, x, y, make_params(2, 8, 1, seed=31), 0.3, 50)
+    # a hidden unit whose input is exactly 0: the ReLU's slope there is 0, as in PyTorch
+    params = make_params(3, 4, 1, seed=35)
+    params["W1"][1], params["b1"][1] = 0.0, 0.0    # z[:, 1] == 0 for every sample, every step
+    check_training(student, rand(6, 3, seed=36), rand(6, 1, seed=37), params, 0.2, 3)
 
 
 @graded("train_mlp", points=1)
@@ -146,7 +156,7 @@ def test_train_batch_of_one(student):
 
 
 MODELS = """
-def build(spec, seed, dtype_name):
+def build(spec, seed, dtype_name, stale=False):
     torch.manual_seed(seed)
     nn = torch.nn
     kinds = {"relu": nn.ReLU, "sigmoid": nn.Sigmoid, "tanh": nn.Tanh}
@@ -159,25 +169,31 @@ def build(spec, seed, dtype_name):
         else:
             layers.append(kinds[item]())
     model = nn.Sequential(*layers).to(getattr(torch, dtype_name))
+    if stale:   # .grad already set by an earlier backward(), as in a training loop
+        model(torch.ones(2, spec[0][0], dtype=getattr(torch, dtype_name))).sum().backward()
     NAMED["model"] = model
     return model
 """
 
 
-def build_model(spec, seed, dtype="float32"):
+def build_model(spec, seed, dtype="float32", stale=False):
     """The same model in the test's process and, through a Recipe, in the sandbox."""
     scope = {"torch": torch, "NAMED": {}}
     exec(MODELS, scope)
-    return scope["build"](spec, seed, dtype), Recipe(MODELS, "build", (spec, seed, dtype))
+    return scope["build"](spec, seed, dtype, stale), Recipe(MODELS, "build", (spec, seed, dtype, stale))
 
 
-def check_norms(student, spec, seed, x, y, dtype="float32"):
-    model, recipe = build_model(spec, seed, dtype)
-    F.mse_loss(model(x), y).backward()
+def check_norms(student, spec, seed, x, y, dtype="float32", stale=False):
+    model, recipe = build_model(spec, seed, dtype, stale)
     linears = [m for m in model if isinstance(m, torch.nn.Linear)]
+    F.mse_loss(model(x), y).backward()          # adds to the stale .grad, if any
+    accumulated = torch.tensor([m.weight.grad.norm().item() for m in linears], dtype=torch.float64)
+    model.zero_grad()
+    F.mse_loss(model(x), y).backward()
     expected = torch.tensor([m.weight.grad.norm().item() for m in linears], dtype=torch.float64)
     got = student.layer_grad_norms(recipe, x, y)
-    what = f"layer_grad_norms on a network with {len(linears)} nn.Linear layers"
+    what = (f"layer_grad_norms on a network with {len(linears)} nn.Linear layers"
+            + (" whose .grad already holds an earlier gradient" if stale else ""))
     if not isinstance(got, (list, tuple)):
         fail(f"{what} returned a {type(got).__name__}; expected a list of floats.")
     try:
@@ -193,6 +209,8 @@ def check_norms(student, spec, seed, x, y, dtype="float32"):
         "list the layers from the first (next to the input) to the last.": lambda: expected.flip(0),
         "use the mean squared error (F.mse_loss, mean over all entries), not the sum.":
             lambda: expected * y.numel(),
+        "backward() adds to .grad, which already held an earlier gradient: clear it first "
+        "(model.zero_grad()).": lambda: accumulated,
     })
 
 
@@ -219,5 +237,7 @@ def test_norms_with_layernorm_float64(student):
 
 @graded("layer_grad_norms", points=1)
 def test_norms_single_layer(student):
-    """a single nn.Linear with several outputs"""
+    """a single nn.Linear with several outputs; a model whose .grad is already set"""
     check_norms(student, [[5, 3]], 4, rand(7, 5, seed=90), rand(7, 3, seed=91))
+    check_norms(student, [[3, 4], "relu", [4, 2]], 5, rand(5, 3, seed=92), rand(5, 2, seed=93),
+                stale=True)
