@@ -8,7 +8,7 @@ TORCH_SPEC ?= -c constraints.txt torch
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup jail demo test build clean mutants
+.PHONY: setup jail browser demo test build clean mutants
 
 setup: $(VENV)/.installed jail
 
@@ -33,8 +33,24 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 demo: setup
 	$(BIN)/python -m autograder demo
 
-test: setup
+test: setup $(VENV)/.test-installed browser
 	$(BIN)/python -m pytest
+
+$(VENV)/.test-installed: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+# The browser test drives Chromium: install it where we can (root with apt-get), else the
+# test is skipped (BROWSER_TEST_REQUIRED=1, set by CI, turns that skip into a failure).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (for the browser test)"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; \
+	  else \
+	    echo "chromium is missing: the browser test will be skipped (apt-get install chromium)"; \
+	  fi; }
 
 # `make mutants [A="01_linear_algebra ..."]`: mutation score of the hidden tests per assignment,
 # and the surviving mutants (tools/mutants.py; minutes, so CI does not run it).

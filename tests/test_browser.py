@@ -1,0 +1,376 @@
+"""The learner's flow in a real browser: JupyterLab, a released notebook, nbgrader's Validate button.
+
+The test starts its own JupyterLab on 127.0.0.1 (a free port, a random token, a temporary copy of
+the course holding release/01_linear_algebra and nbgrader_config.py) and drives Debian's Chromium
+through Playwright. It opens the released notebook, runs it, types a wrong `linear_forward` (W not
+transposed), runs its check cell and reads the message, clicks Validate and reads the failure,
+types the right answer and Validates again.
+
+Cells are found from the notebook file's own nbgrader metadata (grade ids), never by a fixed
+index; the answers typed in come from the source notebook's solution region and from the sample
+submission `w_not_transposed` in samples/01_linear_algebra.toml.
+
+Needs /usr/bin/chromium (apt-get install chromium) and the `playwright` package (`.[test]`);
+without them the test is skipped locally. CI (.ci/run) installs both and sets
+BROWSER_TEST_REQUIRED=1, which turns the skip into a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import tomllib
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from autograder.course import ROOT
+
+CHROMIUM = Path("/usr/bin/chromium")
+ASSIGNMENT = "01_linear_algebra"
+NOTEBOOK = f"release/{ASSIGNMENT}/linear_algebra.ipynb"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+CELL_TIMEOUT = 30_000       # ms: one cell, including the first `import torch`
+VALIDATE_TIMEOUT = 90_000   # ms: nbgrader validate runs the whole notebook in a fresh kernel
+
+
+def _missing() -> str | None:
+    if not CHROMIUM.is_file():
+        return f"{CHROMIUM} is missing (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is missing (pip install -e '.[test]')"
+    return None
+
+
+MISSING = _missing()
+REQUIRED = os.environ.get("BROWSER_TEST_REQUIRED") == "1"
+pytestmark = pytest.mark.skipif(MISSING is not None and not REQUIRED, reason=f"browser test: {MISSING}")
+
+
+# ---------------------------------------------------------------------------------------------
+# What to type, and where: from the course's own files
+
+
+def _solution(grade_id: str) -> str:
+    """The source notebook's answer cell for `grade_id`, solution markers removed."""
+    nb = json.loads((ROOT / "source" / ASSIGNMENT / "linear_algebra.ipynb").read_text())
+    for cell in nb["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == grade_id:
+            src = "".join(cell["source"])
+            return "\n".join(line for line in src.splitlines() if "### BEGIN SOLUTION" not in line
+                             and "### END SOLUTION" not in line) + "\n"
+    raise LookupError(grade_id)
+
+
+def _sample_code(student: str, function: str) -> str:
+    samples = tomllib.loads((ROOT / "samples" / f"{ASSIGNMENT}.toml").read_text())["student"]
+    return next(s for s in samples if s["student"] == student)["code"][function].strip() + "\n"
+
+
+def _cell_indices(notebook: Path) -> dict[str, int]:
+    """grade_id -> position of the cell in the notebook, and `check:<fn>` -> its check cell.
+
+    The check cell of a function is the first cell after its answer cell whose grade id is
+    `check_<fn>` (visible checks in a cell of their own) or `tests_<fn>` (visible checks in the
+    graded test cell, so that Validate runs them).
+    """
+    cells = json.loads(notebook.read_text())["cells"]
+    ids = [c["metadata"].get("nbgrader", {}).get("grade_id") for c in cells]
+    found = {gid: i for i, gid in enumerate(ids) if gid}
+    for fn in ("matmul", "linear_forward"):
+        after = range(found[fn] + 1, len(ids))
+        found[f"check:{fn}"] = next(i for i in after if ids[i] in (f"check_{fn}", f"tests_{fn}"))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# JupyterLab, started and stopped by the test
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _descendants(pid: int) -> list:
+    import psutil
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+class Lab:
+    def __init__(self, course: Path, home: Path):
+        self.course, self.token, self.port = course, secrets.token_hex(16), _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        settings = home / "lab-settings"
+        for plugin, values in {
+            # every cell in the DOM, so that cells can be addressed by position
+            "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
+            # no news or update checks (the network is closed anyway)
+            "@jupyterlab/apputils-extension/notification": {"fetchNews": "false",
+                                                            "checkForUpdates": False},
+        }.items():
+            path = settings / f"{plugin}.jupyterlab-settings"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values))
+        env = {**os.environ,
+               "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+               "JUPYTER_CONFIG_DIR": str(home / "config"),       # no ~/.jupyter of the machine
+               "JUPYTER_DATA_DIR": str(home / "data"),
+               "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+               "JUPYTERLAB_SETTINGS_DIR": str(settings),
+               "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+               "IPYTHONDIR": str(home / "ipython"),
+               "MPLBACKEND": "agg",
+               "PYTHONUNBUFFERED": "1"}
+        self.log_path = home / "jupyterlab.log"
+        self._log = self.log_path.open("w")
+        # cwd = the course: nbgrader's Validate handler reads nbgrader_config.py from the cwd
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+             f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
+             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={course}",
+             "--LabApp.news_url=", "--ServerApp.allow_root=True"],  # CI runs as root
+            cwd=course, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        self._wait_ready()
+
+    def _api(self, path: str, method: str = "GET"):
+        req = urllib.request.Request(f"{self.url}{path}", method=method,
+                                     headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return json.loads(r.read() or b"null")
+
+    def _wait_ready(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited: {self.log_path.read_text()[-3000:]}")
+            try:
+                self._api("/api/status")
+                return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.2)   # polling the server until it answers, not synchronising the page
+        raise TimeoutError(f"JupyterLab did not answer in {timeout} s: {self.log_path.read_text()[-3000:]}")
+
+    def page_url(self, path: str) -> str:
+        return f"{self.url}/lab/tree/{path}?reset&token={self.token}"
+
+    def stop(self) -> None:
+        """Shut the server down (it stops its kernels), then kill what is left of it, by PID."""
+        children = _descendants(self.proc.pid)
+        if self.proc.poll() is None:
+            try:
+                self._api("/api/shutdown", method="POST")
+            except Exception:
+                self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        for child in children:          # kernels run in sessions of their own
+            try:
+                child.kill()
+            except Exception:
+                pass
+        self._log.close()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    course = tmp_path / "course"
+    shutil.copytree(ROOT / "release" / ASSIGNMENT, course / "release" / ASSIGNMENT)
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    server = Lab(course, tmp_path / "home")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def page(lab, tmp_path):
+    if MISSING:
+        pytest.fail(f"BROWSER_TEST_REQUIRED=1 but {MISSING}")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"), executable_path=str(CHROMIUM), headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 900})
+        try:
+            page = context.pages[0] if context.pages else context.new_page()
+            page.set_default_timeout(CELL_TIMEOUT)
+            yield page
+        finally:
+            context.close()
+
+
+@contextlib.contextmanager
+def screenshot_on_failure(page, lab, folder: Path):
+    try:
+        yield
+    except BaseException:
+        shot = folder / "failure.png"
+        try:
+            page.screenshot(path=str(shot), full_page=True)
+            print(f"screenshot: {shot}")
+        except Exception as e:   # the page may be gone
+            print(f"no screenshot: {e}")
+        print(f"JupyterLab log: {lab.log_path}\n{lab.log_path.read_text()[-4000:]}")
+        raise
+
+
+# ---------------------------------------------------------------------------------------------
+# Driving the notebook
+
+
+class Notebook:
+    def __init__(self, page, indices: dict[str, int]):
+        self.page, self.at = page, indices
+        self.cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")
+
+    def cell(self, key: str):
+        return self.cells.nth(self.at[key])
+
+    def prompt(self, key: str) -> int | None:
+        text = self.cell(key).locator(".jp-InputPrompt").inner_text()
+        m = re.search(r"\[(\d+)\]", text)
+        return int(m.group(1)) if m else None
+
+    def wait_idle(self, timeout: int = CELL_TIMEOUT) -> None:
+        """The kernel is idle and no cell waits to run."""
+        self.page.wait_for_function(
+            """() => {
+                const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+                if (!panel) return false;
+                const status = panel.querySelector('.jp-Notebook-ExecutionIndicator');
+                if (status && status.getAttribute('data-status') !== 'idle') return false;
+                return ![...panel.querySelectorAll('.jp-InputPrompt')].some(p => p.textContent.includes('*'));
+            }""", timeout=timeout)
+
+    def wait_ran(self, key: str, before: int | None, timeout: int = CELL_TIMEOUT) -> None:
+        """The cell shows an execution count newer than `before`, and the kernel is idle again."""
+        index = self.at[key]
+        self.page.wait_for_function(
+            """([index, before]) => {
+                const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+                const cell = panel && panel.querySelectorAll('.jp-Notebook .jp-Cell')[index];
+                const m = cell && /\\[(\\d+)\\]/.exec(cell.querySelector('.jp-InputPrompt').textContent);
+                return m !== null && m !== undefined && (before === null || Number(m[1]) > before);
+            }""", arg=[index, before], timeout=timeout)
+        self.wait_idle(timeout)
+
+    def type_code(self, key: str, code: str) -> None:
+        editor = self.cell(key).locator(".cm-content")
+        editor.click()
+        self.page.keyboard.press("Control+a")
+        self.page.keyboard.press("Delete")
+        self.page.keyboard.insert_text(code)
+        first = code.strip().splitlines()[0]
+        self.page.wait_for_function(
+            "([el, first]) => el.textContent.includes(first)",
+            arg=[editor.element_handle(), first])
+
+    def run(self, key: str) -> str:
+        """Run one cell (select it, Shift+Enter) and return the text of its outputs."""
+        before = self.prompt(key)
+        cell = self.cell(key)
+        cell.locator(".jp-InputPrompt").click()     # selects the cell, in command mode
+        self.page.keyboard.press("Escape")
+        self.page.keyboard.press("Shift+Enter")
+        self.wait_ran(key, before)
+        return self.output(key)
+
+    def output(self, key: str) -> str:
+        area = self.cell(key).locator(".jp-OutputArea")
+        return area.inner_text() if area.count() else ""
+
+    def run_all(self, stops_at: str) -> None:
+        """Run → Run All Cells; wait until `stops_at` (the first failing cell) has run."""
+        before = self.prompt(stops_at)
+        self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
+        self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
+        self.wait_ran(stops_at, before, timeout=60_000)
+
+    def validate(self) -> tuple[str, str]:
+        """Click nbgrader's Validate; return (result class, dialog text) and close the dialog."""
+        self.page.locator(".validate-button").click()
+        message = self.page.locator(".jp-Dialog #validation-message")
+        message.wait_for(state="visible", timeout=VALIDATE_TIMEOUT)
+        kind = message.get_attribute("class") or ""
+        text = message.inner_text()
+        self.page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept").click()
+        self.page.locator(".jp-Dialog").wait_for(state="detached")
+        return kind, text
+
+
+def _all_ok(output: str) -> bool:
+    """Every line a check printed says ok (the check's own wording may mention ValueError)."""
+    lines = [line for line in output.splitlines() if line.strip()]
+    return bool(lines) and all(line.startswith("ok") for line in lines)
+
+
+def test_learner_validate_flow(lab, page, tmp_path):
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    with screenshot_on_failure(page, lab, tmp_path):
+        _learner_flow(lab, page)
+    assert not errors, errors
+
+
+def _learner_flow(lab, page) -> None:
+    indices = _cell_indices(lab.course / NOTEBOOK)
+    page.goto(lab.page_url(NOTEBOOK))
+    nb = Notebook(page, indices)
+    nb.cell("linear_forward").locator(".cm-content").wait_for(state="visible", timeout=60_000)
+    assert "def linear_forward" in nb.cell("linear_forward").inner_text()
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
+    page.locator(".validate-button").wait_for(state="visible")
+
+    # Run All on the untouched release stops at the first exercise, saying it is not written.
+    nb.run_all(stops_at="check:matmul")
+    first_error = nb.output("check:matmul")
+    assert "not written yet" in first_error and "matmul" in first_error, first_error
+
+    # A correct matmul passes its check.
+    nb.type_code("matmul", _solution("matmul"))
+    nb.run("matmul")
+    out = nb.run("check:matmul")
+    assert _all_ok(out), out
+
+    # W not transposed: the check names the mistake.
+    nb.type_code("linear_forward", _sample_code("w_not_transposed", "linear_forward"))
+    nb.run("linear_forward")
+    out = nb.run("check:linear_forward")
+    assert "linear_forward" in out and ("transposed" in out or "(out, in)" in out), out
+
+    # Validate fails, naming the exercise.
+    kind, text = nb.validate()
+    assert "validation-failed" in kind, text
+    assert "linear_forward" in text, text
+
+    # The right answer: the check passes, and so does Validate.
+    nb.type_code("linear_forward", _solution("linear_forward"))
+    nb.run("linear_forward")
+    out = nb.run("check:linear_forward")
+    assert _all_ok(out), out
+    kind, text = nb.validate()
+    assert "validation-success" in kind, text
+    assert "Success" in text, text
