@@ -3,6 +3,16 @@ c = get_config()  # noqa: F821 - provided by nbgrader
 
 c.CourseDirectory.course_id = "pytorch-training-loop-math"
 
+# release / fetch / submit / collect and the Assignment List work out of the box through an
+# exchange folder beside this file (nbgrader creates it, world-writable, on the first release).
+# On a shared server set one root every user can reach, e.g. in /etc/jupyter/nbgrader_config.py:
+#     c.Exchange.root = "/srv/nbgrader/exchange"
+# or point NBGRADER_EXCHANGE at it.
+import os  # noqa: E402
+
+c.Exchange.root = os.environ.get(
+    "NBGRADER_EXCHANGE", os.path.join(os.path.dirname(os.path.abspath(__file__)), "exchange"))
+
 
 # Scores of hidden-test cells come from the jailed grader, never from the learner's kernel,
 # which runs jailed too (autograder/nbgrader_plugin.py). execute=False: a fast autograde that
