@@ -2,9 +2,11 @@
 
 The test starts its own JupyterLab on 127.0.0.1 (a free port, a random token, a temporary copy of
 the course holding release/01_linear_algebra and nbgrader_config.py) and drives Debian's Chromium
-through Playwright. It opens the released notebook, runs it, types a wrong `linear_forward` (W not
-transposed), runs its check cell and reads the message, clicks Validate and reads the failure,
-types the right answer and Validates again.
+through Playwright. The JupyterLab is a learner's: tools/hide_instructor_tools.sh (as the README
+tells instructors) has hidden the Formgrader and Create Assignment, and the test checks that they
+are gone and that Validate and the Assignment List are there. It opens the released notebook,
+runs it, types a wrong `linear_forward` (W not transposed), runs its check cell and reads the
+message, clicks Validate and reads the failure, types the right answer and Validates again.
 
 Cells are found from the notebook file's own nbgrader metadata (grade ids), never by a fixed
 index; the answers typed in come from the source notebook's solution region and from the sample
@@ -142,6 +144,9 @@ class Lab:
                "IPYTHONDIR": str(home / "ipython"),
                "MPLBACKEND": "agg",
                "PYTHONUNBUFFERED": "1"}
+        # a learner's JupyterLab: the instructor tools hidden as the README says
+        subprocess.run(["bash", str(ROOT / "tools" / "hide_instructor_tools.sh"), "user"], env=env,
+                       check=True, capture_output=True)
         self.log_path = home / "jupyterlab.log"
         self._log = self.log_path.open("w")
         # cwd = the course: nbgrader's Validate handler reads nbgrader_config.py from the cwd
@@ -149,7 +154,8 @@ class Lab:
             [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
              f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
              f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={course}",
-             "--LabApp.news_url=", "--ServerApp.allow_root=True"],  # CI runs as root
+             "--LabApp.news_url=", "--LabApp.expose_app_in_browser=True",   # window.jupyterapp
+             "--ServerApp.allow_root=True"],  # CI runs as root
             cwd=course, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
         self._wait_ready()
 
@@ -343,6 +349,15 @@ def _learner_flow(lab, page) -> None:
     assert "def linear_forward" in nb.cell("linear_forward").inner_text()
     page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
     page.locator(".validate-button").wait_for(state="visible")
+
+    # The learner's JupyterLab has no instructor tools; the learner's tools are there.
+    plugins = page.evaluate("""() => Object.fromEntries(
+        ['formgrader', 'create-assignment', 'validate-assignment', 'assignment-list'].map(
+            p => [p, window.jupyterapp.hasPlugin('@jupyter/nbgrader:' + p)]))""")
+    assert plugins == {"formgrader": False, "create-assignment": False,
+                       "validate-assignment": True, "assignment-list": True}, plugins
+    with pytest.raises(urllib.error.HTTPError, match="404"):
+        lab._api("/formgrader")
 
     # Run All on the untouched release stops at the first exercise, saying it is not written.
     nb.run_all(stops_at="check:matmul")
