@@ -232,12 +232,15 @@ def attacked(tmp_path_factory):
     out.mkdir()
     canaries["grades"].write_text("student,assignment,score,max_score\n")
     before = {k: p.read_bytes() for k, p in canaries.items()}
+    # jails alive before the run (e.g. this pytest process's own warm server from earlier
+    # tests) are not the batch's
+    already = set(_jail_processes())
     started = time.monotonic()
     done = run("python", "-m", "autograder", "grade", str(submitted), "--out", str(out), "--jobs", "1",
                cwd=course, check=False)
     seconds = time.monotonic() - started
     time.sleep(0.5)
-    alive = _jail_processes()
+    alive = [p for p in _jail_processes() if p not in already]
     stop.set()
     listener.close()
     after = {k: p.read_bytes() if k != "grades" else before[k] for k, p in canaries.items()}
