@@ -12,17 +12,23 @@ export PATH := $(BIN):$(PATH)
 
 setup: $(VENV)/.installed jail
 
-# Learner code is graded in a bubblewrap jail: install it where we can (root with apt-get),
-# else say what is missing (the grader refuses to run without it, unless --no-jail).
-jail:
-	@command -v bwrap >/dev/null 2>&1 || { \
+# $(call system_package,COMMAND,PACKAGE,WHY,IF MISSING): install PACKAGE with apt-get when
+# COMMAND is missing and we can (root on Debian/Ubuntu), else print IF MISSING.
+define system_package
+	@command -v $(1) >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing bubblewrap (the jail for learner code)"; \
-	    apt-get install -y -q bubblewrap >/dev/null 2>&1 || \
-	      { apt-get update -q >/dev/null && apt-get install -y -q bubblewrap >/dev/null; }; \
+	    echo "installing $(2) ($(3))"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(2) >/dev/null 2>&1 || \
+	      { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(2) >/dev/null; }; \
 	  else \
-	    echo "bubblewrap (bwrap) is missing: install it (apt-get install bubblewrap / dnf install bubblewrap) to grade learner code in a jail"; \
+	    echo "$(4)"; \
 	  fi; }
+endef
+
+# Learner code is graded in a bubblewrap jail (the grader refuses to run without it, unless
+# --no-jail).
+jail:
+	$(call system_package,bwrap,bubblewrap,the jail for learner code,bubblewrap (bwrap) is missing: install it (apt-get install bubblewrap / dnf install bubblewrap) to grade learner code in a jail)
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -40,17 +46,10 @@ $(VENV)/.test-installed: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
-# The browser test drives Chromium: install it where we can (root with apt-get), else the
-# test is skipped (BROWSER_TEST_REQUIRED=1, set by CI, turns that skip into a failure).
+# The browser test drives Chromium; without it the test is skipped (BROWSER_TEST_REQUIRED=1,
+# set by CI, turns that skip into a failure).
 browser:
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing chromium (for the browser test)"; \
-	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 || \
-	      { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; \
-	  else \
-	    echo "chromium is missing: the browser test will be skipped (apt-get install chromium)"; \
-	  fi; }
+	$(call system_package,chromium,chromium,for the browser test,chromium is missing: the browser test will be skipped (apt-get install chromium))
 
 # `make mutants [A="01_linear_algebra ..."]`: mutation score of the hidden tests per assignment,
 # and the surviving mutants (tools/mutants.py; minutes, so CI does not run it).

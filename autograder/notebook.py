@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 import functools
 import json
-from dataclasses import dataclass
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 # nbformat validates with jsonschema, whose format checkers import rfc3987_syntax when it is
