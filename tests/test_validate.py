@@ -6,10 +6,13 @@
 * The visible checks alone catch every sample submission that loses points: for each such
   sample and function, the notebook's setup cell, the sample's answer cells and the visible
   part of that function's graded cell, run in a fresh namespace, raise.
+* And the other way round: the visible check of every function that keeps all its points in a
+  sample passes, even when another function it calls is wrong.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -53,11 +56,12 @@ CHILD_TIMEOUT = 60.0
 def _run_job(job: dict) -> str:
     """In a forked child: run the cells in a fresh namespace; 'passed' or 'raised <Type>: <message>'."""
     namespace = {"__name__": "__main__"}
-    try:
-        for i, code in enumerate(job["cells"]):
+    for i, code in enumerate(job["cells"]):
+        try:
             exec(compile(code, f"<cell {i}>", "exec"), namespace)
-    except BaseException as error:  # noqa: BLE001 - any failure is what we look for
-        return f"raised {type(error).__name__}: {error}"
+        except BaseException as error:  # noqa: BLE001 - any failure is what we look for
+            if i not in job.get("may_fail", ()):
+                return f"raised {type(error).__name__}: {error}"
     return "passed"
 
 
@@ -144,6 +148,13 @@ def _losing(scenario) -> list[str]:
     return [f for f, v in scenario.expect.items() if v < full.get(f, v)]
 
 
+def _keeping(scenario) -> list[str]:
+    """The functions that keep all their points in this sample."""
+    full = next(s.expect for s in SCENARIOS
+                if s.assignment == scenario.assignment and s.student == "solution")
+    return [f for f, v in full.items() if scenario.expect.get(f, v) >= v]
+
+
 def _jobs(assignment: str) -> list[dict]:
     setup, checks = visible_checks(assignment)
     jobs = []
@@ -158,6 +169,12 @@ def _jobs(assignment: str) -> list[dict]:
                 continue
             jobs.append({"key": f"{s.student}/{function}",
                          "cells": setup + answers + [checks[function]]})
+        if s.student == "solution":
+            continue
+        for function in _keeping(s):  # as in Jupyter, an answer cell that raises stops only itself
+            jobs.append({"key": f"keeps/{s.student}/{function}",
+                         "cells": setup + answers + [checks[function]],
+                         "may_fail": list(range(len(setup), len(setup) + len(answers)))})
     return jobs
 
 
@@ -187,8 +204,18 @@ def test_visible_checks_pass_the_solution(assignment, visible_outcomes):
 @pytest.mark.parametrize("assignment", BUILT)
 def test_visible_checks_catch_every_sample_that_loses_points(assignment, visible_outcomes):
     missed = {key: outcome for (a, key), outcome in visible_outcomes.items()
-              if a == assignment and key != "solution" and not outcome.startswith("raised")}
+              if a == assignment and key != "solution" and not key.startswith("keeps/")
+              and not outcome.startswith("raised")}
     assert not missed, f"the visible checks let these through: {missed}"
+
+
+@pytest.mark.parametrize("assignment", BUILT)
+def test_visible_checks_pass_what_keeps_its_points(assignment, visible_outcomes):
+    """A function that keeps all its points passes its check: a mistake in another function the
+    learner's calls (grading puts the grader's own version in its place) does not fail it."""
+    failed = {key: outcome for (a, key), outcome in visible_outcomes.items()
+              if a == assignment and key.startswith("keeps/") and outcome != "passed"}
+    assert not failed, f"these checks fail a function that keeps all its points: {failed}"
 
 
 @pytest.mark.parametrize("assignment", BUILT)
@@ -200,8 +227,18 @@ def test_unanswered_exercise_says_not_written_yet(assignment, visible_outcomes):
         function = key.split("/", 1)[1]
         assert outcome.startswith("raised CheckFailed: Exercise "), (key, outcome)
         assert "is not written yet" in outcome and "`" in outcome, (key, outcome)
-        if function != "linear_forward":  # linear_forward's check first meets the unwritten matmul
-            assert f"(`{function}`)" in outcome, (key, outcome)
+        assert f"(`{function}`)" in outcome, (key, outcome)
+
+
+@pytest.mark.parametrize("assignment", BUILT)
+def test_visible_checks_stand_in_for_what_grading_stands_in_for(assignment):
+    """The setup cell's STAND_INS replace the same functions as the hidden tests' REFERENCES."""
+    def keys(source, name):
+        return {k.value for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Assign)
+                and any(getattr(t, "id", "") == name for t in node.targets) for k in node.value.keys}
+
+    hidden = (ROOT / "autograder" / "tests" / f"test_{assignment}.py").read_text()
+    assert keys("\n".join(visible_checks(assignment)[0]), "STAND_INS") == keys(hidden, "REFERENCES")
 
 
 def test_not_visible_list_names_real_samples():
