@@ -6,7 +6,8 @@ Paths: `grade NOTEBOOK --json` one process per notebook (what Gradescope and a s
 learner pay), `grade submitted/ --out` (a batch), and `nbgrader autograde` with this
 course's config (jailed kernel + trusted grades) and with `execute=False`. With
 `--before REV`, the same paths for the code at REV (a git worktree), for comparison.
-One run, this machine: figures move with its load, so compare within one run.
+Hostile samples are left out (they would stop the pre-jail grader). One run, this machine:
+figures move with its load, so compare within one run. bench/speed.py breaks the time down.
 """
 
 from __future__ import annotations
@@ -85,7 +86,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         submitted = work / "submitted"
-        scenarios = load_scenarios(args.assignment)
+        # Not the hostile samples: before the jail, one that kills its parent's process group
+        # stops `nbgrader autograde` itself, and there would be nothing to compare.
+        scenarios = [s for s in load_scenarios(args.assignment) if not s.about.startswith("hostile")]
         for i in range(args.count):
             s = scenarios[i % len(scenarios)]
             path = submitted / f"{i:03}_{s.student}" / args.assignment / ASSIGNMENTS[args.assignment].notebook

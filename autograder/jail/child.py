@@ -54,6 +54,13 @@ class _Recorder:
                 return func(*args, **(kwargs or {}))
 
         class Operators(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls):
+                # Otherwise torch wraps __torch_dispatch__ in torch._dynamo.disable, whose first
+                # call imports torch._dynamo: about 1.2 s of every cold start, for a mode that
+                # never runs under torch.compile.
+                return False
+
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 if not recorder.paused:
                     recorder.seen.add(f"aten.{func._overloadpacket.__name__}")
@@ -86,11 +93,14 @@ class _Recorder:
 
 
 def warm_up() -> None:
-    """Run what every call runs once, in the server: its lazy imports then happen only once."""
+    """Run what every call runs once, in the server: its lazy imports then happen only once.
+
+    Not torch.func: its first use imports torch._dynamo (about 1.2 s, on every cold start's
+    critical path), and only learner code that is then told it may not use it calls it.
+    """
     x = torch.ones(2, requires_grad=True)
     with _Recorder():
         (x * 2).sum().backward()
-        torch.func.grad(lambda t: (t * t).sum())(torch.ones(2))
     wire.encode((x, x.grad, torch.float64, 1.5), lambda t: None)
     inspect.signature(warm_up)
     _definitions("import os\nX = 1\ndef f():\n    pass\n")

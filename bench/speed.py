@@ -1,0 +1,235 @@
+"""Print where grading time goes; every figure is measured in this one run.
+
+    python bench/speed.py [--n 12] [--class-size 200] [--nbgrader 01_linear_algebra ...]
+
+* `import torch`: `python -c "import torch"`, the least any grader that runs torch pays.
+* cold start: `python -m autograder grade NOTEBOOK --json`, one process for one notebook
+  (what Gradescope and the hidden-test path pay).
+* floor, per assignment: what grading one notebook cannot avoid, without the jail or any
+  process boundary: a fork of a warm process that runs the answer cells, plus the hidden
+  tests' own computation run in-process (cells run once per graded function, as the grader
+  does, and the same pytest tests). Measured as (T(2N) - T(N)) / N in one warm process.
+* marginal, per assignment: `grade DIR --out OUT --jobs 1` over N and 2N notebooks,
+  (T(2N) - T(N)) / N: one core's cost of one more notebook, start-up excluded.
+* batch: a class of --class-size notebooks (all assignments) on every core, start-up included.
+* nbgrader: `nbgrader autograde` with this course's config on the N notebooks of the
+  assignments given by --nbgrader, with the jailed kernel executing the notebook and with
+  `execute=False`; its ratio to the marginal cost.
+
+Sample submissions (samples/*.toml) are cycled, leaving out the hostile ones (the in-process
+floor would run them with this script's rights). One run on a loaded machine moves every
+figure; compare figures within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _env() -> dict:
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+            "PYTHONPATH": str(ROOT)}
+
+
+def _timed(command: list[str], cwd: Path = ROOT) -> float:
+    started = time.monotonic()
+    subprocess.run(command, cwd=cwd, env=_env(), check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return time.monotonic() - started
+
+
+def _median(command: list[str], runs: int = 3) -> float:
+    return statistics.median(_timed(command) for _ in range(runs))
+
+
+def _write_class(folder: Path, assignment: str, count: int, offset: int = 0) -> list[Path]:
+    """`count` submissions of `assignment` under folder/<student>/<assignment>/."""
+    import nbformat
+    from autograder.course import ASSIGNMENTS
+    from autograder.samples import load_scenarios, submission_notebook
+    scenarios = [s for s in load_scenarios(assignment)
+                 if not s.about.startswith("hostile") and s.nbgrader]
+    paths = []
+    for i in range(offset, offset + count):
+        s = scenarios[i % len(scenarios)]
+        path = folder / f"{i:04}_{s.student}" / assignment / ASSIGNMENTS[assignment].notebook
+        path.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(submission_notebook(s), path)
+        paths.append(path)
+    return paths
+
+
+# -- the floor, in a worker process of its own -------------------------------------------------
+
+class InProcess:
+    """Stands in for autograder.sandbox.Sandbox: the learner's cells run here, no jail, no pipe."""
+
+    def __init__(self, cells, **_):
+        from autograder.jail import child
+        self.child = child
+        self.cells = list(cells)
+        self.spaces: dict[str, dict] = {}
+        self.load_report = None
+
+    def load(self):
+        from autograder.sandbox import LoadReport
+        if self.load_report is None:
+            namespace, errors = self.child.run_cells(self.cells)
+            self.load_report = LoadReport(sorted(k for k, v in namespace.items()
+                                                 if not k.startswith("__") and callable(v)), errors)
+        return self.load_report
+
+    def call(self, name, args=(), kwargs=None, references=None, driver=None):
+        from autograder.jail import wire
+        from autograder.sandbox import _reply_from
+        if name not in self.spaces:  # a fresh namespace per graded function, as the grader does
+            self.spaces[name] = self.child.run_cells(self.cells)[0]
+        request = {"call": name, "args": wire.encode(tuple(args)),
+                   "kwargs": wire.encode(dict(kwargs or {})), "references": references or {}}
+        if driver is not None:
+            request["driver"] = {"source": driver.source, "name": driver.name}
+        return _reply_from(self.child._call(self.spaces[name], request), args)
+
+    def close(self):
+        self.spaces.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def floor_worker(paths: list[Path], n: int) -> dict:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401 - as the jailed server does: setup cells import it
+    import torch
+    torch.set_num_threads(1)
+    from autograder import plugin
+    from autograder.jail import child
+    from autograder.notebook import load_submission
+    child.warm_up()
+    plugin.Sandbox = InProcess
+    subs = [load_submission(p, p.parent.parent.name) for p in paths]
+    started = time.perf_counter()
+    for s in subs[:n]:
+        pid = os.fork()
+        if pid == 0:
+            child.run_cells(list(s.cells))
+            os._exit(0)
+        os.waitpid(pid, 0)
+    fork = (time.perf_counter() - started) / n
+    plugin.run_tests(subs[:1])  # warm up pytest and the test module
+    started = time.perf_counter()
+    one = plugin.run_tests(subs[:n])
+    t_n = time.perf_counter() - started
+    started = time.perf_counter()
+    plugin.run_tests(subs[:2 * n])
+    t_2n = time.perf_counter() - started
+    scores = {s.key.split("/")[0]: sum(r.score for r in one.results[s.key]) for s in subs[:n]}
+    return {"fork": fork, "tests": (t_2n - t_n) / n, "scores": scores}
+
+
+def floor(paths: list[Path], n: int) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--floor-worker", str(n), *map(str, paths)],
+                          env={**_env(), "MPLBACKEND": "Agg"}, capture_output=True, text=True,
+                          check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+# -- the real paths ----------------------------------------------------------------------------
+
+def marginal(folder_n: Path, folder_2n: Path, n: int, work: Path) -> tuple[float, dict]:
+    grade = [sys.executable, "-m", "autograder", "grade"]
+    t_n = _timed(grade + [str(folder_n), "--out", str(work / "out-n"), "--jobs", "1", "--quiet"])
+    t_2n = _timed(grade + [str(folder_2n), "--out", str(work / "out-2n"), "--jobs", "1", "--quiet"])
+    scores = {p.parent.name: json.loads(p.read_text())["score"] for p in (work / "out-n").glob("*/*.json")}
+    return (t_2n - t_n) / n, scores
+
+
+def nbgrader(assignment: str, submitted: Path, work: Path, execute: bool) -> float:
+    course = work / f"course-{assignment}-{execute}"
+    shutil.copytree(ROOT / "source" / assignment, course / "source" / assignment)
+    config = (ROOT / "nbgrader_config.py").read_text()
+    if not execute:
+        config = config.replace("autograde_preprocessors(execute=True)",
+                                "autograde_preprocessors(execute=False)")
+        assert "execute=False" in config, "nbgrader_config.py no longer says execute=True"
+    (course / "nbgrader_config.py").write_text(config)
+    shutil.copytree(submitted, course / "submitted")
+    _timed(["nbgrader", "generate_assignment", assignment, "--force", "--log-level=ERROR"], course)
+    return _timed(["nbgrader", "autograde", assignment, "--log-level=ERROR"], course)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=12, help="N, notebooks per assignment (default 12)")
+    parser.add_argument("--class-size", type=int, default=200)
+    parser.add_argument("--assignments", nargs="*", help="default: all")
+    parser.add_argument("--nbgrader", nargs="*", default=["01_linear_algebra", "06_putting_it_together"],
+                        help="assignments to run nbgrader autograde on (none: skip)")
+    args = parser.parse_args()
+    from autograder.course import ASSIGNMENTS
+    assignments = args.assignments or [a for a in ASSIGNMENTS if ASSIGNMENTS[a].source.is_file()]
+    n = args.n
+    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; N = {n}")
+    torch_s = _median([sys.executable, "-c", "import torch"])
+    print(f"import torch                          {torch_s:6.2f} s")
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        print(f"{'assignment':26} {'cold start':>10} {'fork+cells':>10} {'tests':>7} {'floor':>7}"
+              f" {'marginal':>9} {'ratio':>6}")
+        for a in assignments:
+            both = work / a / "2n"
+            paths = _write_class(both, a, 2 * n)
+            first = work / a / "n"
+            for p in paths[:n]:
+                shutil.copytree(p.parent.parent, first / p.parent.parent.name)
+            solution = _write_class(work / a / "solution", a, 1)[0]
+            cold = _median([sys.executable, "-m", "autograder", "grade", str(solution), "--json",
+                            str(work / "r.json"), "--quiet"])
+            f = floor(paths, n)
+            m, scores = marginal(first, both, n, work / a)
+            assert scores == f["scores"], f"{a}: the in-process floor scored differently: {scores} vs {f['scores']}"
+            total = f["fork"] + f["tests"]
+            print(f"{a:26} {cold:8.2f} s {f['fork']:8.3f} s {f['tests']:5.3f} s {total:5.3f} s"
+                  f" {m:7.3f} s {m / total:6.2f}")
+            for assignment in [a] if a in (args.nbgrader or []) else []:
+                for execute in (True, False):
+                    s = nbgrader(assignment, first, work, execute)
+                    what = "jailed kernel" if execute else "execute=False"
+                    print(f"  nbgrader autograde ({what}): {s / n:.2f} s per notebook ({s:.1f} s for {n}),"
+                          f" {s / n / m:.0f}x the marginal cost")
+        klass = work / "class"
+        per = -(-args.class_size // len(assignments))
+        count = 0
+        for i, a in enumerate(assignments):
+            count += len(_write_class(klass, a, min(per, args.class_size - count), offset=i * per))
+        jobs = len(os.sched_getaffinity(0))
+        seconds = _timed([sys.executable, "-m", "autograder", "grade", str(klass), "--out",
+                          str(work / "out-class"), "--quiet"])
+        print(f"a class of {count} notebooks ({len(assignments)} assignments) on {jobs} cores: "
+              f"{seconds:.1f} s, {seconds / count:.3f} s per notebook")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--floor-worker"]:
+        out = os.dup(1)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # the learners' prints
+        result = floor_worker([Path(p) for p in sys.argv[3:]], int(sys.argv[2]))
+        os.write(out, (json.dumps(result) + "\n").encode())
+    else:
+        main()
