@@ -43,14 +43,14 @@ def mistaken_train(x, y, params, lr, steps, *, divide_by="numel", factor=2.0, si
     W1, b1, W2, b2 = (params[k].clone() for k in KEYS)
     losses = []
     for _ in range(steps):
-        z = x @ W1.T + b1
-        h = torch.relu(z)
+        z1 = x @ W1.T + b1
+        h = torch.relu(z1)
         y_hat = h @ W2.T + b2
         losses.append(((y_hat - y) ** 2).mean().item())
-        n = y_hat.numel() if divide_by == "numel" else y_hat.shape[0]
-        G = factor * (y_hat - y) / n
-        dz = (G @ W2) * ((z >= 0) if slope_at_zero else (z > 0)).to(z.dtype)
-        grads = (dz.T @ x, dz.sum(0), G.T @ h, G.sum(0))
+        divisor = y_hat.numel() if divide_by == "numel" else y_hat.shape[0]   # M, or the batch size N
+        grad_y_hat = factor * (y_hat - y) / divisor
+        grad_z1 = (grad_y_hat @ W2) * ((z1 >= 0) if slope_at_zero else (z1 > 0)).to(z1.dtype)
+        grads = (grad_z1.T @ x, grad_z1.sum(0), grad_y_hat.T @ h, grad_y_hat.sum(0))
         W1, b1, W2, b2 = (p - sign * lr * g for p, g in zip((W1, b1, W2, b2), grads))
     return {"W1": W1, "b1": b1, "W2": W2, "b2": b2}, losses
 
@@ -62,13 +62,13 @@ def _train_mistakes(x, y, params, lr, steps, key):
             return lambda: torch.tensor(mistaken_train(x, y, params, lr, steps, **kw)[1], dtype=x.dtype)
         return lambda: mistaken_train(x, y, params, lr, steps, **kw)[0][key]
     return {
-        "the MSE gradient divides by the number of entries (ŷ.numel()), not by the batch size.":
+        "the MSE gradient divides by the number of entries M = ŷ.numel(), not by the batch size N.":
             variant(divide_by="batch"),
-        "the MSE gradient is 2(ŷ − y)/n: the factor 2 is missing.": variant(factor=1.0),
+        "the MSE gradient is 2(ŷ − y)/M: the factor 2 is missing.": variant(factor=1.0),
         "the update adds the gradient: θ ← θ − lr·∂L/∂θ goes against the gradient (sign error: the "
         "loss goes up).": variant(sign=-1.0),
-        "where z = x W1ᵀ + b1 is exactly 0 the ReLU's slope is 0, as in torch.relu's backward: "
-        "test z > 0, not z >= 0.": variant(slope_at_zero=True),
+        "where z1 = x W1ᵀ + b1 is exactly 0 the ReLU's slope is 0, as in torch.relu's backward: "
+        "test z1 > 0, not z1 >= 0.": variant(slope_at_zero=True),
     }
 
 
