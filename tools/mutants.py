@@ -151,6 +151,40 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ("layer_grad_norms", "`return [m.weight.grad.norm().item() for m in model if isinstance(m, nn.Linear)]` "
                          "-> `return [m.weight.grad.norm() for m in model if isinstance(m, nn.Linear)]`"):
         "0-dim tensors with the same values: the contract asks for the norms, not for floats",
+    # 07
+    ("LinearFunction", "added `ctx.save_for_backward(x, W)`"):
+        "done twice: the second call saves the same tensors again",
+    ("LinearFunction", "added `ctx.with_bias = b is not None`; removed `ctx.with_bias = b is not None`"):
+        "saving the tensors and noting the bias do not depend on each other",
+    ("LinearFunction", "`db = grad_out.sum(0) if want_b and ctx.with_bias else None` -> "
+                       "`db = grad_out.sum(0) if want_b else None`"):
+        "when b is None, ctx.needs_input_grad[2] is False: want_b already says there is no bias",
+    ("FakeQuantize", "added `ctx.save_for_backward((ratio >= -128) & (ratio <= 127))`"):
+        "done twice: the second call saves the same mask again",
+    ("train_quantized", "`for _ in range(steps):` -> `for _ in reversed(list(range(steps))):`"):
+        "the loop variable is not used",
+    ("train_quantized", "added `sgd.zero_grad()`"): _DUP,
+    ("train_quantized", "added `prediction = LinearFunction.apply(x, FakeQuantize.apply(W_float, scale), "
+                        "b_float)`; removed `prediction = LinearFunction.apply(x, FakeQuantize.apply("
+                        "W_float, scale), b_float)`"):
+        "zeroing the gradients before or after the forward pass: the forward does not read .grad",
+    ("train_quantized", "`objective = F.mse_loss(prediction, y)` -> `objective = F.mse_loss(y, prediction)`"):
+        _SQUARE,
+    ("train_quantized", "added `objective.backward()`; removed `objective.backward()`"):
+        "recording the loss's value and running backward do not depend on each other",
+    ("train_quantized", "`return (W_float.detach(), b_float.detach(), history)` -> "
+                        "`return (W_float, b_float.detach(), history)`"):
+        "the trained values are the same; the contract does not say the result must be detached",
+    ("train_quantized", "`return (W_float.detach(), b_float.detach(), history)` -> "
+                        "`return (W_float.detach(), b_float, history)`"):
+        "the trained values are the same; the contract does not say the result must be detached",
+    ("record_ops", "removed `super().__init__()`"):
+        "torch documents super().__init__() as optional for a mode: __enter__ creates its state lazily",
+    ("record_ops", "added `super().__init__()`"): _DUP,
+    ("record_ops", "added `self.log = []`; removed `self.log = []`"):
+        "setting the log before or after the base initialiser: it does not touch self.log",
+    ("record_ops", "`return op(*args, **kwargs if kwargs else {})` -> `return op(*args, **kwargs)`"):
+        "torch always passes kwargs as a dict (empty when there are none)",
 }
 
 # ---------------------------------------------------------------------------

@@ -536,6 +536,11 @@ def test_train_quantized_inputs_untouched(student):
     reply = student.call("train_quantized", x, y, W, b, 0.1, 0.1, 1)
     student.result("train_quantized", reply, (x, y, W, b, 0.1, 0.1, 1))
     check_training(student, x, y, W, b, 0.1, 0.1, 1, "one step")
+    # W and b as an nn.Linear holds them: leaves that require grad. A copy made with
+    # W.clone() is then not a leaf, and torch.optim.SGD refuses it.
+    W, b = W.clone().requires_grad_(), b.clone().requires_grad_()
+    check_training(student, x, y, W, b, 0.1, 0.1, 1,
+                   "W and b require grad, like nn.Linear's weight and bias")
 
 
 # ---------------------------------------------------------------------------
