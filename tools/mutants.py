@@ -136,11 +136,12 @@ EQUIVALENT: dict[tuple[str, str], str] = {
                   "`W1, b1, W2, b2 = (params[k] for k in ('W1', 'b1', 'W2', 'b2'))`"): _NEW,
     ("train_mlp", "`for _ in range(steps):` -> `for _ in reversed(list(range(steps))):`"):
         "the loop variable is not used",
-    ("train_mlp", "`active = (pre > 0).to(pre.dtype)` -> `active = pre > 0`"): _PROMOTE,
-    ("train_mlp", "added `g_out = 2 * (out - y) / out.numel()`; removed `g_out = 2 * (out - y) / out.numel()`"):
-        "recording the loss and computing g_out do not depend on each other",
-    ("train_mlp", "`losses.append(((out - y) ** 2).mean().item())` -> "
-                  "`losses.append(((y - out) ** 2).mean().item())`"): _SQUARE,
+    ("train_mlp", "`grad_z1 = grad_h * (z1 > 0).to(z1.dtype)` -> `grad_z1 = grad_h * (z1 > 0)`"): _PROMOTE,
+    ("train_mlp", "added `grad_y_hat = 2 * (y_hat - y) / y_hat.numel()`; "
+                  "removed `grad_y_hat = 2 * (y_hat - y) / y_hat.numel()`"):
+        "recording the loss and computing grad_y_hat do not depend on each other",
+    ("train_mlp", "`losses.append(((y_hat - y) ** 2).mean().item())` -> "
+                  "`losses.append(((y - y_hat) ** 2).mean().item())`"): _SQUARE,
     ("layer_grad_norms", "added `model.zero_grad(set_to_none=True)`"): _DUP,
     ("layer_grad_norms", "`model.zero_grad(set_to_none=True)` -> `model.zero_grad()`"):
         "set_to_none=True is the default",
