@@ -16,7 +16,7 @@ from nbgrader.preprocessors import ClearHiddenTests
 
 from autograder.course import ASSIGNMENTS, ROOT
 
-_SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n?", re.M)
+_SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) (SOLUTION|MARK SCHEME)[ \t]*\n?", re.M)
 
 
 def tool_env() -> dict[str, str]:

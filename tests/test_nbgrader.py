@@ -12,10 +12,11 @@ import shutil
 import subprocess
 from collections import defaultdict
 
+import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from autograder.course import ASSIGNMENTS
+from autograder.course import ASSIGNMENTS, ROOT
 from autograder.samples import representative
 from conftest import BUILT, SCENARIOS, run, tool_env
 
@@ -106,3 +107,16 @@ def test_generate_feedback_shows_the_hidden_test_messages(autograded):
         "--log-level=ERROR", cwd=autograded)
     html = next((autograded / "feedback" / student.student / student.assignment).glob("*.html"))
     assert "not written yet" in html.read_text()
+
+
+def test_formgrader_shows_the_written_answers_mark_scheme(autograded):
+    """The rubric lives in an nbgrader task cell's mark scheme: gone from the release, put back by
+    autograde into the notebook the formgrader shows the grader."""
+    a = ASSIGNMENTS["06_putting_it_together"]
+
+    def task(nb):
+        return next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("task"))
+    released = task(nbformat.read(ROOT / "release" / a.id / a.notebook, as_version=4))
+    assert "Rubric" not in released.source and "grades it by hand" in released.source
+    shown = task(nbformat.read(autograded / "autograded" / "unanswered" / a.id / a.notebook, as_version=4))
+    assert "**Rubric (2 points).**" in shown.source
