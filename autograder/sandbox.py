@@ -85,8 +85,9 @@ class Sandbox:
 
     def __init__(self, cells: list[dict], *, call_timeout: float = CALL_TIMEOUT,
                  load_timeout: float = LOAD_TIMEOUT, budget: float = NOTEBOOK_BUDGET,
-                 limits: dict | None = None):
+                 limits: dict | None = None, warm: tuple[str, ...] = ()):
         self.cells = cells
+        self.warm = warm
         self.call_timeout = call_timeout
         self.load_timeout = load_timeout
         self.budget = budget
@@ -117,7 +118,7 @@ class Sandbox:
     def _spawn_and_load(self, owner: str | None) -> tuple[LoadReport, int | None]:
         self._discard()
         started = time.monotonic()
-        spawned = jail().spawn(self.limits)
+        spawned = jail().spawn(self.limits, self.warm)
         if spawned is None:
             return LoadReport([], ["the grader could not start a process for your code"], True), None
         self._conn, self._pid = spawned

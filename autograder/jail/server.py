@@ -4,7 +4,8 @@ Started by the grader inside the jail (or, with `--no-jail`, as a plain
 subprocess). It imports torch once, then serves requests on the control
 socket FD (one JSON message per datagram):
 
-* `{"op": "spawn", "limits": {...}}` with a socket attached: fork a `child`
+* `{"op": "spawn", "limits": {...}, "warm": [module, ...]}` with a socket attached:
+  import the `warm` modules here (once; the grader names them), then fork a `child`
   that talks to the grader over that socket; reply `{"pid": ...}`;
 * `{"op": "reap", "pid": p}`: how child p ended (waits up to a second);
 * `{"op": "reset"}`: kill every process of the jail but this one, empty the
@@ -16,6 +17,7 @@ socket), so no child inherits another learner's cells in its memory.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -123,6 +125,8 @@ def main(fd: int) -> None:
         request = json.loads(message)
         op = request.get("op")
         if op == "spawn":
+            for name in request.get("warm", []):  # lazy imports every child would pay again
+                importlib.import_module(name)
             pid = os.fork()
             if pid == 0:
                 control.close()

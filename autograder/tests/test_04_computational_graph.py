@@ -30,7 +30,8 @@ def _values(seed, *shape, dtype=torch.float32):
 
 
 def _linear(n_in, n_out, seed, dtype=torch.float32):
-    layer = torch.nn.utils.skip_init(torch.nn.Linear, n_in, n_out, dtype=dtype)
+    with torch.random.fork_rng(devices=[]):  # the default init's draws leave the RNG as it was
+        layer = torch.nn.Linear(n_in, n_out, dtype=dtype)
     with torch.no_grad():
         layer.weight.copy_(_values(seed, n_out, n_in, dtype=dtype))
         layer.bias.copy_(_values(seed + 1, n_out, dtype=dtype))
