@@ -214,10 +214,7 @@ class Sandbox:
             if report.failed:
                 return Reply("crashed", detail=report.errors[0] if report.errors else "")
         self._owner = name
-        request = {"call": name, "args": wire.encode(tuple(args)),
-                   "kwargs": wire.encode(dict(kwargs or {})), "references": references or {}}
-        if driver is not None:
-            request["driver"] = {"source": driver.source, "name": driver.name}
+        request = call_request(name, args, kwargs, references, driver)
         started = time.monotonic()
         try:
             self._conn.send_bytes(wire.dumps(request))
@@ -235,6 +232,16 @@ class Sandbox:
             self._discard()
             return Reply("crashed", detail=detail)
         return _reply_from(raw, args)
+
+
+def call_request(name: str, args: tuple, kwargs: dict | None, references: dict[str, str] | None,
+                 driver: wire.Recipe | None) -> dict:
+    """The message that asks the learner's child to call `name` (see jail/child.py `_call`)."""
+    request = {"call": name, "args": wire.encode(tuple(args)),
+               "kwargs": wire.encode(dict(kwargs or {})), "references": references or {}}
+    if driver is not None:
+        request["driver"] = {"source": driver.source, "name": driver.name}
+    return request
 
 
 def _label(params: list[str], i: int) -> str:

@@ -92,14 +92,10 @@ class InProcess:
         return self.load_report
 
     def call(self, name, args=(), kwargs=None, references=None, driver=None):
-        from autograder.jail import wire
-        from autograder.sandbox import _reply_from
+        from autograder.sandbox import _reply_from, call_request
         if name not in self.spaces:  # a fresh namespace per graded function, as the grader does
             self.spaces[name] = self.child.run_cells(self.cells)[0]
-        request = {"call": name, "args": wire.encode(tuple(args)),
-                   "kwargs": wire.encode(dict(kwargs or {})), "references": references or {}}
-        if driver is not None:
-            request["driver"] = {"source": driver.source, "name": driver.name}
+        request = call_request(name, args, kwargs, references, driver)
         return _reply_from(self.child._call(self.spaces[name], request), args)
 
     def close(self):

@@ -142,17 +142,18 @@ def answer_cells(scenario) -> list[str]:
     return [c.source for c in nb.cells if answer_id(c)]
 
 
+def _full_marks(assignment: str) -> dict[str, float]:
+    return next(s.expect for s in SCENARIOS if s.assignment == assignment and s.student == "solution")
+
+
 def _losing(scenario) -> list[str]:
-    full = next(s.expect for s in SCENARIOS
-                if s.assignment == scenario.assignment and s.student == "solution")
+    full = _full_marks(scenario.assignment)
     return [f for f, v in scenario.expect.items() if v < full.get(f, v)]
 
 
 def _keeping(scenario) -> list[str]:
     """The functions that keep all their points in this sample."""
-    full = next(s.expect for s in SCENARIOS
-                if s.assignment == scenario.assignment and s.student == "solution")
-    return [f for f, v in full.items() if scenario.expect.get(f, v) >= v]
+    return [f for f, v in _full_marks(scenario.assignment).items() if scenario.expect.get(f, v) >= v]
 
 
 def _jobs(assignment: str) -> list[dict]:
