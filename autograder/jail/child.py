@@ -197,6 +197,12 @@ def run_cells(cells: list[dict], started=lambda i: None) -> tuple[dict, list[str
     return namespace, errors
 
 
+@functools.lru_cache(maxsize=256)
+def _trusted_code(source: str, filename: str):
+    """The grader's drivers, recipes and references, compiled once per child (calls repeat them)."""
+    return compile(source, filename, "exec")
+
+
 def _call(namespace: dict, request: dict) -> dict:
     function = namespace.get(request["call"])
     if not callable(function):
@@ -208,12 +214,12 @@ def _call(namespace: dict, request: dict) -> dict:
         # `driver(LearnerClass, *args)` calls its forward and backward; `TRUSTED(f)` wraps the
         # driver's own use of autograd so that it is not counted as the learner's.
         scope = {"torch": torch, "NAMED": named, "TRUSTED": recorder.trusted}
-        exec(compile(request["driver"]["source"], "<grader driver>", "exec"), scope)
+        exec(_trusted_code(request["driver"]["source"], "<grader driver>"), scope)
         function = functools.partial(scope[request["driver"]["name"]], function)
 
     def build(recipe: dict):
         scope = {"torch": torch, "NAMED": named}
-        exec(compile(recipe["source"], "<grader recipe>", "exec"), scope)
+        exec(_trusted_code(recipe["source"], "<grader recipe>"), scope)
         return scope[recipe["name"]](*wire.decode(recipe["args"], live=True))
 
     args = wire.decode(request["args"], live=True, build=build)
@@ -243,7 +249,7 @@ def _call(namespace: dict, request: dict) -> dict:
     # learner's while this one runs, so one broken function costs only its own points.
     for name, source in request.get("references", {}).items():
         scope = {"torch": torch}
-        exec(compile(source, "<grader reference>", "exec"), scope)
+        exec(_trusted_code(source, "<grader reference>"), scope)
         # A class (an autograd.Function) stays a class; its methods run as recorded code.
         namespace[name] = scope[name] if isinstance(scope[name], type) else recorder.trusted(scope[name])
     try:

@@ -1,7 +1,7 @@
-"""The jailed fork server: `python -m autograder.jail.server FD`.
+"""The jailed fork server: `python -m autograder.jail.server FD [MODULE ...]`.
 
 Started by the grader inside the jail (or, with `--no-jail`, as a plain
-subprocess). It imports torch once, then serves requests on the control
+subprocess). It imports torch (and the MODULEs) once, then serves requests on the control
 socket FD (one JSON message per datagram):
 
 * `{"op": "spawn", "limits": {...}, "warm": [module, ...]}` with a socket attached:
@@ -17,6 +17,8 @@ socket), so no child inherits another learner's cells in its memory.
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import importlib
 import json
 import os
@@ -37,6 +39,7 @@ from autograder.jail import child  # noqa: E402
 
 torch.set_num_threads(1)
 child.warm_up()
+PR_SET_CHILD_SUBREAPER = 36
 SCRATCH = os.environ.get("AUTOGRADER_SCRATCH", "")
 """The learner's writable directory, emptied between children ("" when not jailed)."""
 
@@ -63,16 +66,20 @@ def _others() -> list[int]:
 
 
 def _reset() -> None:
-    """Kill what the learner left behind (children, their children, daemons) and reap it."""
+    """Kill what the learner left behind (children, their children, daemons) and reap it.
+
+    One kill(-1) reaches every process of the jail's uid at once (a process that forks while
+    it is killed gets no child), and as a subreaper the server inherits every orphan, so
+    waiting for its own children waits for all of them; /proc is the check.
+    """
     for _ in range(200):
         try:
             os.kill(-1, signal.SIGKILL)  # everything this uid may signal here, but this process
         except ProcessLookupError:
             pass
-        while True:
+        while True:  # the killed processes are all ours (a subreaper's), so no wait is long
             try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    break
+                os.waitpid(-1, 0)
             except ChildProcessError:
                 break
         # Processes of another uid (or in another PID namespace) are not the learner's:
@@ -112,9 +119,19 @@ def _empty(folder: str) -> None:
             pass
 
 
+def _become_subreaper() -> None:
+    """Orphans of the learner's processes (a daemon's parent exits) become our children."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # then bwrap's init reaps them, and _reset waits for /proc to show them gone
+
+
 def main(fd: int) -> None:
     control = socket.socket(fileno=fd)
     jailed = bool(SCRATCH)
+    if jailed:
+        _become_subreaper()
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(control, 1 << 16, 1)
@@ -127,6 +144,7 @@ def main(fd: int) -> None:
         if op == "spawn":
             for name in request.get("warm", []):  # lazy imports every child would pay again
                 importlib.import_module(name)
+            gc.freeze()  # the children's collections skip (and do not copy) the server's objects
             pid = os.fork()
             if pid == 0:
                 control.close()
@@ -174,4 +192,7 @@ def _children() -> list[int]:
 
 
 if __name__ == "__main__":
+    for module in sys.argv[2:]:  # an assignment's `warm` modules, while the grader starts too
+        importlib.import_module(module)
+    gc.freeze()
     main(int(sys.argv[1]))
