@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             return _error(str(error))
     from autograder.jailer import warm_up
     if not args.path.is_dir():  # a batch's workers start their own (jailer.check() ran above)
-        warm_up()
+        warm_up(_warm(args.path))
     if args.path.is_dir():  # the batch's main process does not import torch: its workers do
         return _grade_folder(args)
     from autograder.notebook import NotGradable
@@ -96,6 +96,16 @@ def main(argv: list[str] | None = None) -> int:
         return _error(str(error))
     except AuthoringError as error:
         return _error(f"the grader itself is broken: {error}", 3)
+
+
+def _warm(path: Path) -> tuple[str, ...]:
+    """What the jailed server should import at start for this notebook's assignment."""
+    from autograder.notebook import NotGradable, read_cells, recognise
+    try:
+        assignment = recognise(read_cells(path))
+    except NotGradable:
+        return ()  # said when the notebook is graded
+    return assignment.warm if assignment else ()
 
 
 def _warn_internal(graded, seen: set | None = None) -> None:

@@ -251,7 +251,7 @@ def grade_submission(submission: Path, config: dict) -> dict:
                          "was graded (not your fault); your instructor has been told.", config)
     else:
         print("warning: built with --no-jail: learner code runs with the grader's rights")
-    jailer.warm_up()
+    jailer.warm_up(recognised.warm)
     from autograder.grading import grade_notebook
     try:
         graded = grade_notebook(path)

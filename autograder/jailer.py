@@ -162,8 +162,8 @@ class Jail:
         self._fresh = False
         self._lock = threading.Lock()
 
-    def start(self) -> None:
-        """Start the server now (it imports torch while the grader does the same)."""
+    def start(self, warm: tuple[str, ...] = ()) -> None:
+        """Start the server now (it imports torch, and `warm`, while the grader imports torch)."""
         if self._process is not None and self._process.poll() is None:
             return
         self.stop()
@@ -171,10 +171,10 @@ class Jail:
         fd = str(theirs.fileno())
         if self.jailed:
             check()
-            command = bwrap_command(uid(), os.geteuid() == 0) + [fd]
+            command = bwrap_command(uid(), os.geteuid() == 0) + [fd, *warm]
             env = None
         else:
-            command = [sys.executable, "-m", "autograder.jail.server", fd]
+            command = [sys.executable, "-m", "autograder.jail.server", fd, *warm]
             env = {**os.environ, "AUTOGRADER_SCRATCH": "", "PYTHONPATH": str(PACKAGE.parent)}
         debug = os.environ.get("AUTOGRADER_DEBUG") == "1"
         self._process = subprocess.Popen(
@@ -267,6 +267,6 @@ def jail() -> Jail:
     return _jail
 
 
-def warm_up() -> None:
-    """Start this process's jailed server now (a batch worker's initializer)."""
-    jail().start()
+def warm_up(warm: tuple[str, ...] = ()) -> None:
+    """Start this process's jailed server now (a batch worker's initializer), importing `warm`."""
+    jail().start(warm)

@@ -20,8 +20,8 @@ from pathlib import Path
 # 1.9 s on every grader start. Notebook schemas use no IRI format, so the grader goes without
 # it: jsonschema skips a checker whose module cannot be imported.
 sys.modules.setdefault("rfc3987_syntax", None)
-
-import nbformat  # noqa: E402
+# nbformat itself (about 0.13 s) is imported where it is used: recognising a notebook's
+# assignment needs only json and ast, and a single grade does that before it starts the jail.
 
 from autograder.course import ASSIGNMENTS, Assignment
 
@@ -74,6 +74,7 @@ def _text(value) -> str:
 def _cells(data) -> list[Cell]:
     """The cells of a notebook read as plain JSON, tolerating any malformed part."""
     if isinstance(data, dict) and data.get("nbformat") == 3 and isinstance(data.get("worksheets"), list):
+        import nbformat
         try:
             data = nbformat.v4.upgrade(nbformat.from_dict(data), from_version=3)
         except Exception:  # noqa: BLE001 - a broken v3 file
@@ -178,6 +179,7 @@ class _Source:
 @functools.lru_cache(maxsize=None)
 def _source(assignment_id: str) -> _Source:
     """What grading needs from the source notebook, read once per assignment."""
+    import nbformat
     nb = nbformat.read(ASSIGNMENTS[assignment_id].source, as_version=4)
     setup, setup_ids, answers, known, manual = [], set(), set(), set(), []
     for cell in nb.cells:

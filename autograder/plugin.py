@@ -78,7 +78,7 @@ class GraderPlugin:
 
     @pytest.fixture(scope="module")
     def student(self, request):
-        with Sandbox(list(request.param.cells), warm=getattr(request.module, "WARM", ())) as sandbox:
+        with Sandbox(list(request.param.cells), warm=request.param.assignment.warm) as sandbox:
             yield Student(request.param, sandbox, getattr(request.module, "REFERENCES", None))
 
     @pytest.hookimpl(hookwrapper=True)

@@ -1,6 +1,7 @@
 """Hidden tests: 05_gradient_descent (what optimizer.step() does).
 
-The expected values come from torch.optim.SGD run here, on copies of the same tensors.
+The expected values come from PyTorch's SGD update (autograder/tests/optim.py, equal to
+torch.optim.SGD bit for bit) run here, on copies of the same tensors.
 sgd_step works in place, so its result is read from the arguments after the call
 (`reply.args_after`), where `.info.origin` tells whether each entry is still the very
 tensor object that was passed in.
@@ -11,6 +12,7 @@ import torch
 
 from autograder.compare import expect_tensor, fail
 from autograder.tests.data import rand
+from autograder.tests.optim import SGD
 from autograder.jail.wire import Unsupported
 
 ASSIGNMENT = "05_gradient_descent"
@@ -34,13 +36,13 @@ def make_params(shapes, seed, dtype=F32, without_grad=()):
 
 
 def torch_sgd(params, lr):
-    """torch.optim.SGD(params, lr).step() on copies: the values each parameter should get."""
+    """SGD(params, lr).step() on copies: the values each parameter should get."""
     copies = []
     for p in params:
         c = p.detach().clone().requires_grad_()
         c.grad = None if p.grad is None else p.grad.clone()
         copies.append(c)
-    torch.optim.SGD(copies, lr=lr).step()
+    SGD(copies, lr=lr).step()
     return [c.detach() for c in copies]
 
 
@@ -222,7 +224,7 @@ def _settings(options) -> str:
 def check_momentum(student, p0, grads, lr, **options):
     """Call sgd_momentum_update step after step, feeding back its own results, against SGD."""
     q = p0.clone().requires_grad_()
-    optimizer = torch.optim.SGD([q], lr=lr, **options)
+    optimizer = SGD([q], lr=lr, **options)
     p, buf = p0.clone(), None
     for k, g in enumerate(grads, 1):
         call = (f"step {k} of sgd_momentum_update(p, grad, buf, lr={lr}, {_settings(options)})"

@@ -6,6 +6,7 @@ import torch.nn.functional as F
 
 from autograder.compare import expect_equal, expect_tensor, fail
 from autograder.tests.data import rand
+from autograder.tests.optim import SGD
 from autograder.jail.wire import Recipe
 
 ASSIGNMENT = "06_putting_it_together"
@@ -19,14 +20,14 @@ def make_params(n_in, hidden, n_out, seed, dtype=torch.float32):
 
 
 def torch_train(x, y, params, lr, steps):
-    """The reference: nn.Sequential + nn.MSELoss + torch.optim.SGD from the same values."""
+    """The reference: nn.Sequential + nn.MSELoss + SGD (torch.optim.SGD's update) from the same values."""
     hidden, n_in = params["W1"].shape
     model = torch.nn.Sequential(torch.nn.Linear(n_in, hidden), torch.nn.ReLU(),
                                 torch.nn.Linear(hidden, params["W2"].shape[0])).to(params["W1"].dtype)
     with torch.no_grad():
         for p, k in zip(model.parameters(), KEYS):
             p.copy_(params[k])
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr)
+    optimizer = SGD(model.parameters(), lr=lr)
     losses = []
     for _ in range(steps):
         optimizer.zero_grad()

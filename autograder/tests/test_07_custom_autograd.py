@@ -10,11 +10,13 @@ under `TRUSTED`. Every expected value is computed here by PyTorch.
 
 import pytest
 import torch
+import torch._dynamo  # noqa: F401 - see below
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from autograder.compare import expect_tensor, fail
 from autograder.tests.data import rand
+from autograder.tests.optim import SGD
 from autograder.jail.wire import Recipe, Unsupported
 
 ASSIGNMENT = "07_custom_autograd"
@@ -22,10 +24,12 @@ graded = pytest.mark.graded
 
 F32, F64 = torch.float32, torch.float64
 
+# torch._dynamo, imported above: record_ops's reference runs torch.optim, whose first optimizer
+# imports it (about 1.2 s). Imported here, while pytest collects, it overlaps with the jailed
+# server's start-up (which imports it too, for the learner's train_quantized: course.py `warm`)
+# instead of adding to a single grade's time later.
+
 # Trusted versions, standing in for the learner's while another function's tests run.
-# The learner's train_quantized runs torch.optim's step, which imports torch._dynamo: the
-# sandbox's server imports it once instead of every child (about 1.2 s each).
-WARM = ("torch._dynamo",)
 
 REFERENCES = {
     "LinearFunction": '''
@@ -437,7 +441,7 @@ def reference_training(x, y, W, b, scale, lr, steps, mistake=None):
     """The loop with PyTorch's own ops (the STE spelled with detach and a mask), or a known mistake."""
     W_ = W.detach().clone().requires_grad_()
     b_ = b.detach().clone().requires_grad_()
-    optimizer = torch.optim.SGD([W_, b_], lr=lr)
+    optimizer = SGD([W_, b_], lr=lr)
 
     def forward():
         if mistake == "float":
