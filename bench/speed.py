@@ -1,6 +1,6 @@
 """Print where grading time goes; every figure is measured in this one run.
 
-    python bench/speed.py [--n 12] [--class-size 200] [--nbgrader 01_linear_algebra ...]
+    python bench/speed.py [--n 12] [--repeat 3] [--class-size 200] [--nbgrader 01_linear_algebra ...]
 
 * `import torch`: `python -c "import torch"`, the least any grader that runs torch pays.
 * cold start: `python -m autograder grade NOTEBOOK --json`, one process for one notebook
@@ -8,9 +8,11 @@
 * floor, per assignment: what grading one notebook cannot avoid, without the jail or any
   process boundary: a fork of a warm process that runs the answer cells, plus the hidden
   tests' own computation run in-process (cells run once per graded function, as the grader
-  does, and the same pytest tests). Measured as (T(2N) - T(N)) / N in one warm process.
+  does, and the same pytest tests). Measured as (T(2N) - T(N)) / N in one warm process,
+  the median of --repeat pairs.
 * marginal, per assignment: `grade DIR --out OUT --jobs 1` over N and 2N notebooks,
-  (T(2N) - T(N)) / N: one core's cost of one more notebook, start-up excluded.
+  (T(2N) - T(N)) / N: one core's cost of one more notebook, start-up excluded; the median
+  of --repeat pairs (one pair moves by 20-50 ms per notebook on a shared 2-core machine).
 * batch: a class of --class-size notebooks (all assignments) on every core, start-up included.
 * nbgrader: `nbgrader autograde` with this course's config on the N notebooks of the
   assignments given by --nbgrader, with the jailed kernel executing the notebook and with
@@ -108,7 +110,7 @@ class InProcess:
         self.close()
 
 
-def floor_worker(paths: list[Path], n: int) -> dict:
+def floor_worker(paths: list[Path], n: int, repeat: int) -> dict:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot  # noqa: F401 - as the jailed server does: setup cells import it
@@ -129,18 +131,21 @@ def floor_worker(paths: list[Path], n: int) -> dict:
         os.waitpid(pid, 0)
     fork = (time.perf_counter() - started) / n
     plugin.run_tests(subs[:1])  # warm up pytest and the test module
-    started = time.perf_counter()
-    one = plugin.run_tests(subs[:n])
-    t_n = time.perf_counter() - started
-    started = time.perf_counter()
-    plugin.run_tests(subs[:2 * n])
-    t_2n = time.perf_counter() - started
+    one, differences = None, []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        one = plugin.run_tests(subs[:n])
+        t_n = time.perf_counter() - started
+        started = time.perf_counter()
+        plugin.run_tests(subs[:2 * n])
+        differences.append((time.perf_counter() - started - t_n) / n)
     scores = {s.key.split("/")[0]: sum(r.score for r in one.results[s.key]) for s in subs[:n]}
-    return {"fork": fork, "tests": (t_2n - t_n) / n, "scores": scores}
+    return {"fork": fork, "tests": statistics.median(differences), "scores": scores}
 
 
-def floor(paths: list[Path], n: int) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--floor-worker", str(n), *map(str, paths)],
+def floor(paths: list[Path], n: int, repeat: int) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--floor-worker", str(n), str(repeat),
+                           *map(str, paths)],
                           env={**_env(), "MPLBACKEND": "Agg"}, capture_output=True, text=True,
                           check=True)
     return json.loads(done.stdout.splitlines()[-1])
@@ -148,12 +153,18 @@ def floor(paths: list[Path], n: int) -> dict:
 
 # -- the real paths ----------------------------------------------------------------------------
 
-def marginal(folder_n: Path, folder_2n: Path, n: int, work: Path) -> tuple[float, dict]:
+def marginal(folder_n: Path, folder_2n: Path, n: int, work: Path, repeat: int
+             ) -> tuple[float, dict]:
     grade = [sys.executable, "-m", "autograder", "grade"]
-    t_n = _timed(grade + [str(folder_n), "--out", str(work / "out-n"), "--jobs", "1", "--quiet"])
-    t_2n = _timed(grade + [str(folder_2n), "--out", str(work / "out-2n"), "--jobs", "1", "--quiet"])
+    differences = []
+    for i in range(repeat):  # --force: the out folders of earlier repeats are current
+        t_n = _timed(grade + [str(folder_n), "--out", str(work / "out-n"), "--jobs", "1",
+                              "--quiet", "--force"])
+        t_2n = _timed(grade + [str(folder_2n), "--out", str(work / "out-2n"), "--jobs", "1",
+                               "--quiet", "--force"])
+        differences.append((t_2n - t_n) / n)
     scores = {p.parent.name: json.loads(p.read_text())["score"] for p in (work / "out-n").glob("*/*.json")}
-    return (t_2n - t_n) / n, scores
+    return statistics.median(differences), scores
 
 
 def nbgrader(assignment: str, submitted: Path, work: Path, execute: bool) -> float:
@@ -174,6 +185,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=12, help="N, notebooks per assignment (default 12)")
     parser.add_argument("--class-size", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="pairs of T(N), T(2N) per floor and marginal figure (median)")
     parser.add_argument("--assignments", nargs="*", help="default: all")
     parser.add_argument("--nbgrader", nargs="*", default=["01_linear_algebra", "06_putting_it_together"],
                         help="assignments to run nbgrader autograde on (none: skip)")
@@ -181,7 +194,8 @@ def main() -> None:
     from autograder.course import ASSIGNMENTS
     assignments = args.assignments or [a for a in ASSIGNMENTS if ASSIGNMENTS[a].source.is_file()]
     n = args.n
-    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; N = {n}")
+    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; N = {n}, "
+          f"median of {args.repeat}")
     torch_s = _median([sys.executable, "-c", "import torch"])
     print(f"import torch                          {torch_s:6.2f} s")
     with tempfile.TemporaryDirectory() as tmp:
@@ -197,8 +211,8 @@ def main() -> None:
             solution = _write_class(work / a / "solution", a, 1)[0]
             cold = _median([sys.executable, "-m", "autograder", "grade", str(solution), "--json",
                             str(work / "r.json"), "--quiet"])
-            f = floor(paths, n)
-            m, scores = marginal(first, both, n, work / a)
+            f = floor(paths, n, args.repeat)
+            m, scores = marginal(first, both, n, work / a, args.repeat)
             assert scores == f["scores"], f"{a}: the in-process floor scored differently: {scores} vs {f['scores']}"
             total = f["fork"] + f["tests"]
             print(f"{a:26} {cold:8.2f} s {f['fork']:8.3f} s {f['tests']:5.3f} s {total:5.3f} s"
@@ -225,7 +239,7 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--floor-worker"]:
         out = os.dup(1)
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # the learners' prints
-        result = floor_worker([Path(p) for p in sys.argv[3:]], int(sys.argv[2]))
+        result = floor_worker([Path(p) for p in sys.argv[4:]], int(sys.argv[2]), int(sys.argv[3]))
         os.write(out, (json.dumps(result) + "\n").encode())
     else:
         main()
