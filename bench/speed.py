@@ -157,7 +157,7 @@ def marginal(folder_n: Path, folder_2n: Path, n: int, work: Path, repeat: int
              ) -> tuple[float, dict]:
     grade = [sys.executable, "-m", "autograder", "grade"]
     differences = []
-    for i in range(repeat):  # --force: the out folders of earlier repeats are current
+    for _ in range(repeat):  # --force: the out folders of earlier repeats are current
         t_n = _timed(grade + [str(folder_n), "--out", str(work / "out-n"), "--jobs", "1",
                               "--quiet", "--force"])
         t_2n = _timed(grade + [str(folder_2n), "--out", str(work / "out-2n"), "--jobs", "1",

@@ -119,6 +119,15 @@ def _empty(folder: str) -> None:
             pass
 
 
+def _import(modules) -> None:
+    """Import lazy imports every child would pay again, once; then freeze what the server holds
+    (the children's garbage collections skip those objects, so they neither scan nor copy them)."""
+    for name in modules:
+        if name not in sys.modules:
+            importlib.import_module(name)
+    gc.freeze()
+
+
 def _become_subreaper() -> None:
     """Orphans of the learner's processes (a daemon's parent exits) become our children."""
     try:
@@ -142,9 +151,7 @@ def main(fd: int) -> None:
         request = json.loads(message)
         op = request.get("op")
         if op == "spawn":
-            for name in request.get("warm", []):  # lazy imports every child would pay again
-                importlib.import_module(name)
-            gc.freeze()  # the children's collections skip (and do not copy) the server's objects
+            _import(request.get("warm", []))
             pid = os.fork()
             if pid == 0:
                 control.close()
@@ -192,7 +199,5 @@ def _children() -> list[int]:
 
 
 if __name__ == "__main__":
-    for module in sys.argv[2:]:  # an assignment's `warm` modules, while the grader starts too
-        importlib.import_module(module)
-    gc.freeze()
+    _import(sys.argv[2:])  # an assignment's `warm` modules, while the grader starts too
     main(int(sys.argv[1]))

@@ -10,7 +10,11 @@ under `TRUSTED`. Every expected value is computed here by PyTorch.
 
 import pytest
 import torch
-import torch._dynamo  # noqa: F401 - see below
+# record_ops's reference runs torch.optim, whose first optimizer imports torch._dynamo (about
+# 1.2 s). Imported here, while pytest collects, it overlaps with the jailed server's start-up
+# (which imports it too, for the learner's train_quantized: course.py `warm`) instead of adding
+# to a single grade's time later.
+import torch._dynamo  # noqa: F401
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -24,13 +28,7 @@ graded = pytest.mark.graded
 
 F32, F64 = torch.float32, torch.float64
 
-# torch._dynamo, imported above: record_ops's reference runs torch.optim, whose first optimizer
-# imports it (about 1.2 s). Imported here, while pytest collects, it overlaps with the jailed
-# server's start-up (which imports it too, for the learner's train_quantized: course.py `warm`)
-# instead of adding to a single grade's time later.
-
 # Trusted versions, standing in for the learner's while another function's tests run.
-
 REFERENCES = {
     "LinearFunction": '''
 class LinearFunction(torch.autograd.Function):
