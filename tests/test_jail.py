@@ -95,13 +95,35 @@ if os.fork() == 0:
     os._exit(0)
 ok = True
 """,
+        "trace_the_server": """
+# The server forks every later learner's processes: reading or writing its memory, or
+# tracing it, would reach them.
+import ctypes, os
+reached = []
+server = os.getppid()
+for name in ("mem", "environ", "maps"):
+    try:
+        open(f"/proc/{server}/{name}", "rb").read(1)
+        reached.append(name)
+    except OSError:
+        pass
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.ptrace(16, server, 0, 0) == 0:  # PTRACE_ATTACH
+    reached.append("ptrace")
+    libc.ptrace(17, server, 0, 0)  # PTRACE_DETACH
+ok = not reached
+""",
         "kill_parent": """
-import os, signal
-try:
-    os.killpg(os.getpgid(os.getppid()), signal.SIGKILL)
-except OSError:
-    pass
-os.kill(os.getppid(), signal.SIGKILL)
+# Once the server is dead, the jail's init takes everything down, this process included; the
+# sleep keeps it from answering first (and getppid() may then be the jail's init, root's).
+import os, signal, time
+for kill in (lambda: os.killpg(os.getpgid(os.getppid()), signal.SIGKILL),
+             lambda: os.kill(os.getppid(), signal.SIGKILL)):
+    try:
+        kill()
+    except OSError:
+        pass
+time.sleep(5)
 ok = True
 """,
         "fork_bomb": """
@@ -173,13 +195,15 @@ ok = not os.path.exists("/tmp/secret_of_alice")
 
 
 def _jail_processes() -> list[str]:
-    """Processes of the uids the jail uses (see autograder.jailer._uid)."""
+    """Processes of the uids the jail uses (see autograder.jailer._uid): the real uid from
+    /proc/PID/status (/proc/PID itself belongs to root when a process is not dumpable)."""
     out = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
-            uid = os.stat(f"/proc/{pid}").st_uid
+            status = Path(f"/proc/{pid}/status").read_text()
+            uid = int(next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:")))
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
@@ -264,7 +288,7 @@ def test_the_batch_runs_to_the_end(attacked):
 
 
 @pytest.mark.parametrize("attack", ["read_hidden_tests", "write_everywhere", "site_packages_pth",
-                                    "network", "daemon", "fork_bomb", "fill_scratch",
+                                    "network", "trace_the_server", "daemon", "fork_bomb", "fill_scratch",
                                     "thread_keeps_running", "huge_stdout", "poison_torch",
                                     "leave_a_secret"])
 def test_an_attack_that_fails_harmlessly_changes_no_score(attacked, attack):

@@ -39,6 +39,7 @@ from autograder.jail import child  # noqa: E402
 
 torch.set_num_threads(1)
 child.warm_up()
+PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 SCRATCH = os.environ.get("AUTOGRADER_SCRATCH", "")
 """The learner's writable directory, emptied between children ("" when not jailed)."""
@@ -93,9 +94,13 @@ def _reset() -> None:
 
 
 def _same_uid(pid: int) -> bool:
+    """Whether `pid` runs as the jail's uid (read from its status: the owner of /proc/PID is
+    root for a process that is not dumpable, as the server and its children are)."""
     try:
-        return os.stat(f"/proc/{pid}").st_uid == os.getuid() and os.getpid() != pid
-    except OSError:
+        with open(f"/proc/{pid}/status") as status:
+            real = next(line.split()[1] for line in status if line.startswith("Uid:"))
+        return int(real) == os.getuid() and os.getpid() != pid
+    except (OSError, StopIteration, ValueError, IndexError):
         return False
 
 
@@ -136,10 +141,21 @@ def _become_subreaper() -> None:
         pass  # then bwrap's init reaps them, and _reset waits for /proc to show them gone
 
 
+def _not_dumpable() -> None:
+    """Learner processes run as the server's uid: without this they could ptrace the server,
+    or read and write its memory through /proc/PID/mem, and so reach every child it forks for
+    later learners. A process that is not dumpable can be traced only with CAP_SYS_PTRACE,
+    which nothing in the jail has; children inherit the flag across fork (a learner may set it
+    back on its own process, never on ours)."""
+    if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
+
+
 def main(fd: int) -> None:
     control = socket.socket(fileno=fd)
     jailed = bool(SCRATCH)
     if jailed:
+        _not_dumpable()
         _become_subreaper()
     while True:
         try:
