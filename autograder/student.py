@@ -11,7 +11,8 @@ from autograder.sandbox import Reply, Sandbox
 from autograder.jail.wire import Recipe
 
 _BANNED_SPELLING = {"__matmul__": "`@`", "__rmatmul__": "`@`", "matmul": "`@` / torch.matmul",
-                    "linear": "F.linear / nn.Linear", "grad": "torch.autograd.grad",
+                    "linear": "F.linear / nn.Linear", "grad": "torch.autograd.grad (directly, or through torch.func or "
+                            "torch.autograd.functional, which call it)",
                     "backward": ".backward()", "relu": "torch.relu / F.relu",
                     "sigmoid": "torch.sigmoid"}
 _OPERATOR_SPELLING = {"mm": "a built-in matrix product (torch.mm, `@`, torch.matmul, ...)",
