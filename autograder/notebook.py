@@ -198,6 +198,35 @@ def _source(assignment_id: str) -> _Source:
                    tuple(manual))
 
 
+@functools.lru_cache(maxsize=None)
+def stand_ins(assignment_id: str) -> dict[str, str]:
+    """Trusted code for the graded functions others call (the hidden tests' REFERENCES): the
+    source notebook's setup-cell stand-ins, each built from PyTorch's own operations, so they
+    give the right values without spelling out an exercise's answer (the learner's process
+    holds this code while it runs, and a learner can read anything there).
+
+    `STAND_INS = {"matmul": matmul_stand_in}` gives {"matmul": "def matmul_stand_in...\n
+    matmul = matmul_stand_in\n"}: the definition (a function or class of the setup cell)
+    and the name the learner's code calls."""
+    setup = "\n\n".join(_source(assignment_id).setup)
+    tree = ast.parse(setup)
+    definitions = {node.name: ast.get_source_segment(setup, node) for node in tree.body
+                   if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    table = next((node.value for node in tree.body if isinstance(node, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == "STAND_INS" for t in node.targets)),
+                 None)
+    if not isinstance(table, ast.Dict):
+        return {}
+    out = {}
+    for key, value in zip(table.keys, table.values):
+        if not (isinstance(key, ast.Constant) and isinstance(value, ast.Name)
+                and value.id in definitions):
+            raise ValueError(f"{assignment_id}: STAND_INS must map names to functions or "
+                             "classes defined in the setup cell")
+        out[key.value] = f"{definitions[value.id]}\n\n{key.value} = {value.id}\n"
+    return out
+
+
 def find_submissions(root: str | Path) -> list[tuple[str, str, Path]]:
     """(student, assignment folder, notebook) for nbgrader's submitted/<student>/<assignment>/ layout."""
     root = Path(root)

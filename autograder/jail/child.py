@@ -248,7 +248,7 @@ def _call(namespace: dict, request: dict) -> dict:
     # The grader's own versions of the other graded functions stand in for the
     # learner's while this one runs, so one broken function costs only its own points.
     for name, source in request.get("references", {}).items():
-        scope = {"torch": torch}
+        scope = {"torch": torch, "F": torch.nn.functional}
         exec(_trusted_code(source, "<grader reference>"), scope)
         # A class (an autograd.Function) stays a class; its methods run as recorded code.
         namespace[name] = scope[name] if isinstance(scope[name], type) else recorder.trusted(scope[name])
