@@ -57,6 +57,15 @@ class Submission:
     written: tuple[tuple[str, float, str], ...] = ()
     """(grade_id, points, text) of each answer graded by hand (markdown answer cells)."""
     student: str | None = None
+    cutoffs: tuple[tuple[str, int], ...] = ()
+    """(function, n): the first n of `cells` are what runs above that function's check cell
+    in the learner's notebook (functions without a check cell run every cell)."""
+
+    def cells_for(self, function: str | None) -> int:
+        """How many of `cells` a child grading `function` runs: the notebook top to bottom as
+        far as the function's check cell, as Restart & Run All reaches it (a later cell that
+        rebinds the name, or a definition below the check, does not count)."""
+        return dict(self.cutoffs).get(function, len(self.cells))
 
     @property
     def key(self) -> str:
@@ -95,7 +104,7 @@ def _cells(data) -> list[Cell]:
     return out
 
 
-def _defined_names(source: str) -> set[str]:
+def defined_names(source: str) -> set[str]:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -132,7 +141,7 @@ def read_cells(path: str | Path) -> list[Cell]:
 def recognise(cells: list[Cell]) -> Assignment | None:
     """The assignment these cells belong to, from answer-cell ids, else from function names."""
     answers = {c.grade_id for c in cells if c.cell_type == "code" and c.solution and c.grade_id}
-    defined = set().union(*(_defined_names(c.source) for c in cells if c.cell_type == "code"))
+    defined = set().union(*(defined_names(c.source) for c in cells if c.cell_type == "code"))
     scores = {a.id: (len(answers & set(a.functions)), len(defined & set(a.functions)))
               for a in ASSIGNMENTS.values()}
     best = max(scores, key=scores.get)
@@ -153,17 +162,23 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
     # only the imports and definitions (a helper they wrote; no demo code that may run for long).
     program = [{"source": s, "definitions_only": False} for s in source.setup]
     has_answers = any(c.grade_id in source.answers for c in cells if c.cell_type == "code")
+    cutoffs = {}
     for cell in cells:
+        checked = (cell.grade_id or "").removeprefix("tests_")
+        if cell.cell_type == "code" and cell.grade and not cell.solution \
+                and checked in assignment.functions:
+            cutoffs.setdefault(checked, len(program))
         if cell.cell_type != "code" or cell.grade_id in source.setup_ids:
             continue
         if cell.grade_id in source.answers and cell.solution:
             program.append({"source": cell.source, "definitions_only": False})
         elif cell.grade_id is None and cell.source.strip() not in source.known:
-            if has_answers or _defined_names(cell.source) & set(assignment.functions):
+            if has_answers or defined_names(cell.source) & set(assignment.functions):
                 program.append({"source": cell.source, "definitions_only": True})
     texts = {c.grade_id: c.source for c in cells if c.cell_type == "markdown" and c.grade_id}
     written = tuple((grade_id, points, texts.get(grade_id, "")) for grade_id, points in source.manual)
-    return Submission(path, assignment, tuple(program), written=written, student=student)
+    return Submission(path, assignment, tuple(program), written=written, student=student,
+                      cutoffs=tuple(cutoffs.items()))
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,10 @@ class GraderPlugin:
 
     @pytest.fixture(scope="module")
     def student(self, request):
-        with Sandbox(list(request.param.cells), warm=request.param.assignment.warm) as sandbox:
+        submission = request.param
+        with Sandbox(list(submission.cells), warm=submission.assignment.warm,
+                     cutoffs={f: submission.cells_for(f) for f in submission.assignment.functions}
+                     ) as sandbox:
             yield Student(request.param, sandbox, getattr(request.module, "REFERENCES", None))
 
     @pytest.hookimpl(hookwrapper=True)

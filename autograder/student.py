@@ -6,7 +6,7 @@ import torch
 
 from autograder.compare import fail
 from autograder.course import MATRIX_PRODUCTS, base_name
-from autograder.notebook import Submission
+from autograder.notebook import Submission, defined_names
 from autograder.sandbox import Reply, Sandbox
 from autograder.jail.wire import Recipe
 
@@ -80,6 +80,11 @@ class Student:
             return self.result(name, self.call(name, *args, **kwargs), args, kwargs)
         return proxy
 
+    def _defined_below_check(self, name: str) -> bool:
+        """Whether a cell that runs only after `name`'s check cell defines `name`."""
+        below = self.submission.cells[self.submission.cells_for(name):]
+        return any(name in defined_names(cell["source"]) for cell in below)
+
     def signature(self, name: str, args=(), kwargs=None) -> str:
         parts = [describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in (kwargs or {}).items()]
         return f"{name}({', '.join(parts)})"
@@ -92,6 +97,10 @@ class Student:
         __tracebackhide__ = True
         call = self.signature(name, args, kwargs)
         if reply.status == "missing":
+            if self._defined_below_check(name):
+                fail(f"{name} is defined only below its check cell. Grading runs the notebook "
+                     f"from the top, as Restart & Run All does, and checks {name} where its "
+                     f"check cell stands: define it in its answer cell, above the check.")
             errors = self.sandbox.load_report.errors if self.sandbox.load_report else []
             why = f" Running your answer cells raised: {errors[0]}" if errors else ""
             fail(f"{name} is not defined. Keep the `def {name}(...)` line in its answer cell "
@@ -104,7 +113,10 @@ class Student:
         if reply.status == "exception":
             exc = reply.exception
             if exc.is_a("NotImplementedError"):
-                fail(f"{name} is not written yet: it still raises NotImplementedError.")
+                later = (f" (a cell below its check cell defines {name} again, but grading, "
+                         f"like Restart & Run All, checks the definition above the check: "
+                         f"write it in its answer cell)" if self._defined_below_check(name) else "")
+                fail(f"{name} is not written yet: it still raises NotImplementedError{later}.")
             if exc.is_a("SystemExit"):
                 fail(f"{call} called exit() / sys.exit(): return the result instead.")
             if exc.is_a("MemoryError") or "can't allocate memory" in exc.message:

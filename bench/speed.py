@@ -78,10 +78,11 @@ def _write_class(folder: Path, assignment: str, count: int, offset: int = 0) -> 
 class InProcess:
     """Stands in for autograder.sandbox.Sandbox: the learner's cells run here, no jail, no pipe."""
 
-    def __init__(self, cells, **_):
+    def __init__(self, cells, cutoffs=None, **_):
         from autograder.jail import child
         self.child = child
         self.cells = list(cells)
+        self.cutoffs = cutoffs or {}
         self.spaces: dict[str, dict] = {}
         self.load_report = None
 
@@ -96,7 +97,7 @@ class InProcess:
     def call(self, name, args=(), kwargs=None, references=None, driver=None):
         from autograder.sandbox import _reply_from, call_request
         if name not in self.spaces:  # a fresh namespace per graded function, as the grader does
-            self.spaces[name] = self.child.run_cells(self.cells)[0]
+            self.spaces[name] = self.child.run_cells(self.cells[:self.cutoffs.get(name)])[0]
         request = call_request(name, args, kwargs, references, driver)
         return _reply_from(self.child._call(self.spaces[name], request), args)
 

@@ -83,6 +83,19 @@ def _helper_cell(nb):
         "        raise ValueError('shapes')\n    return row_times_column(A, B)\n")
 
 
+def _below_check(nb):
+    """The matmul answer cell moved below matmul's check cell (Restart & Run All fails the check)."""
+    cell = _answer(nb, "matmul")
+    nb["cells"].remove(cell)
+    nb["cells"].insert(nb["cells"].index(_answer(nb, "tests_matmul")) + 1, cell)
+
+
+def _rebound_below_check(nb):
+    """A later answer cell rebinds matmul (torch's own) after matmul's check cell has passed."""
+    cell = _answer(nb, "linear_forward")
+    cell["source"] = "from torch import *\n\n" + cell["source"]
+
+
 def _v3(nb):
     """The solution in nbformat 3 (as an old Jupyter wrote it)."""
     v4 = nbformat.from_dict(nb)
@@ -112,6 +125,8 @@ RESULTS = {  # file content -> expected scores per function
     "metadata_not_a_dict": (_edit(_bad_metadata), FULL),
     "deeply_nested": (_edit(_nested), FULL),
     "helper_in_added_cell": (_edit(_helper_cell), FULL),
+    "defined_below_its_check": (_edit(_below_check), {"matmul": 0, "linear_forward": 6}),
+    "rebound_below_its_check": (_edit(_rebound_below_check), FULL),
     "nbformat_3": (_v3(SOLUTION).encode(), FULL),
 }
 
@@ -173,3 +188,10 @@ def test_answer_cell_lost_names_the_function(batch):
     result = json.loads((out / "function_renamed" / "01_linear_algebra.json").read_text())
     messages = [t["output"] for t in result["tests"] if t["name"].startswith("matmul")]
     assert all("matmul is not defined" in m for m in messages)
+
+
+def test_a_definition_below_its_check_cell_is_named(batch):
+    out, _ = batch
+    result = json.loads((out / "defined_below_its_check" / "01_linear_algebra.json").read_text())
+    messages = [t["output"] for t in result["tests"] if t["name"].startswith("matmul")]
+    assert messages and all("below its check cell" in m for m in messages), messages
