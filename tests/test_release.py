@@ -85,3 +85,19 @@ def test_answer_cells_keep_def_line_and_docstring(assignment):
                 or f"class {function}(" in answers.get(function, "")), function
         assert '"""' in answers[function], f"{function}: the stub needs a docstring"
         assert "raise NotImplementedError()" in answers[function]
+
+
+@pytest.mark.parametrize("assignment", BUILT)
+def test_reference_code_sent_to_learner_processes_spells_out_no_answer(assignment):
+    """While one function is graded, REFERENCES stand in for the others inside the learner's
+    process, where the learner can read them (and show them in a message): they must not be
+    the solutions."""
+    import importlib
+    module = importlib.import_module(f"autograder.tests.test_{assignment}")
+    source = nbformat.read(ASSIGNMENTS[assignment].source, as_version=4)
+    solution_lines = {line.strip() for cell in source.cells
+                      for kind, block in BLOCK.findall(cell.source) if kind == "SOLUTION"
+                      for line in block.splitlines() if len(line.strip()) > 12}
+    for name, code in getattr(module, "REFERENCES", {}).items():
+        shared = solution_lines & {line.strip() for line in code.splitlines()}
+        assert not shared, f"{assignment}: the reference for {name} repeats the solution: {shared}"

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from autograder.compare import expect_tensor, fail
+from autograder.notebook import stand_ins
 from autograder.tests.data import rand
 from autograder.tests.optim import SGD
 from autograder.jail.wire import Recipe, Unsupported
@@ -29,35 +30,7 @@ graded = pytest.mark.graded
 F32, F64 = torch.float32, torch.float64
 
 # Trusted versions, standing in for the learner's while another function's tests run.
-REFERENCES = {
-    "LinearFunction": '''
-class LinearFunction(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, W, b):
-        ctx.save_for_backward(x, W)
-        ctx.has_bias = b is not None
-        return torch.nn.functional.linear(x, W, b)
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        x, W = ctx.saved_tensors
-        return (grad_out @ W if ctx.needs_input_grad[0] else None,
-                grad_out.T @ x if ctx.needs_input_grad[1] else None,
-                grad_out.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None)
-''',
-    "FakeQuantize": '''
-class FakeQuantize(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, w, scale):
-        ctx.save_for_backward((w / scale >= -128) & (w / scale <= 127))
-        return scale * torch.clamp(torch.round(w / scale), -128, 127)
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        inside, = ctx.saved_tensors
-        return grad_out * inside, None
-''',
-}
+REFERENCES = stand_ins(ASSIGNMENT)  # PyTorch-built: they spell out no answer
 
 # Drivers: trusted code run in the sandbox with the learner's class as first argument.
 DRIVERS = '''
@@ -70,6 +43,24 @@ def run_function(cls, inputs, grad_out):
         with torch.no_grad():
             report["grads"] = node.apply(grad_out)
     return report
+
+
+def ctx_tensors(cls, inputs):
+    """The output's node and the attributes of ctx (that node) holding tensors, at any depth."""
+    out = cls.apply(*inputs)
+    node = out.grad_fn if isinstance(out, torch.Tensor) else None
+
+    def holds_tensor(value, depth=0):
+        if isinstance(value, torch.Tensor):
+            return True
+        if depth > 3:
+            return False
+        if isinstance(value, dict):
+            value = list(value.values())
+        return isinstance(value, (list, tuple, set)) and any(holds_tensor(v, depth + 1) for v in value)
+    attributes = getattr(node, "__dict__", None)
+    found = sorted(k for k, v in attributes.items() if holds_tensor(v)) if isinstance(attributes, dict) else []
+    return {"node": type(node).__name__ if node is not None else None, "attributes": found}
 
 
 def _untrusted_backward(cls, inputs):
@@ -92,7 +83,8 @@ def run_engine(cls, inputs, grad_out):
         out = cls.apply(*inputs)
         leaves = [t for t in inputs if isinstance(t, torch.Tensor) and t.requires_grad]
         try:
-            return {"grads": torch.autograd.grad(out, leaves, grad_out), "error": ""}
+            return {"grads": torch.autograd.grad(out, leaves, grad_out, allow_unused=True),
+                    "error": ""}
         except NotImplementedError:
             raise
         except RuntimeError as error:
@@ -287,10 +279,15 @@ def test_LinearFunction_through_autograd(student):
         if report.get("error"):
             fail(f"autograd could not use what LinearFunction.backward returned: {report['error']}")
         got = iter(report.get("grads") or ())
-        for name, want in zip(LINEAR_INPUTS, expected):
+        for i, (name, want) in enumerate(zip(LINEAR_INPUTS, expected)):
             if want is not None:
-                expect_tensor(next(got, None), want, f"{name}.grad after backward through "
-                              "LinearFunction", mistakes={})
+                value = next(got, None)
+                if value is None:
+                    fail(f"{name}.grad is None after backward through LinearFunction: grad_{name} is "
+                         f"None, but {name} requires grad (ctx.needs_input_grad[{i}] is True), so "
+                         f"backward must return its gradient there.")
+                expect_tensor(value, want, f"{name}.grad after backward through LinearFunction",
+                              mistakes={})
 
 
 @graded("LinearFunction", points=1, visible=True)
@@ -302,6 +299,29 @@ def test_LinearFunction_gradcheck(student):
         if not isinstance(message, str) or message:
             fail(f"torch.autograd.gradcheck(LinearFunction.apply, (x, W, {'b' if bias else 'None'})) "
                  f"in float64 fails: {message}")
+
+
+CTX_ATTRIBUTES = (
+    "keep the tensors backward needs with ctx.save_for_backward(x, W) and read them back with "
+    "ctx.saved_tensors, not as attributes of ctx (only plain Python values such as a flag go "
+    "there). save_for_backward lets PyTorch detect an input changed in place between forward and "
+    "backward (an attribute silently gives a wrong gradient then), and frees the tensors once "
+    "backward has run.")
+
+
+@graded("LinearFunction", points=1, visible=True)
+def test_LinearFunction_save_for_backward(student):
+    """forward keeps its tensors with ctx.save_for_backward, not as attributes of ctx"""
+    inputs, g = linear_inputs(4, 3, 5, seed=770)
+    check_linear(student, inputs, g, "x (4, 3), W (5, 3)")
+    report = run(student, "LinearFunction", "ctx_tensors", inputs)
+    if report.get("node") != "LinearFunctionBackward":
+        fail(f"the output of LinearFunction.apply has grad_fn {report.get('node')}; expected "
+             "LinearFunctionBackward.")
+    attributes = report.get("attributes") or []
+    if attributes:
+        fail(f"LinearFunction.forward stores tensors on ctx as "
+             f"{', '.join('ctx.' + a for a in attributes)}: {CTX_ATTRIBUTES}")
 
 
 # ---------------------------------------------------------------------------
@@ -322,6 +342,8 @@ def forward_mistakes(w, scale):
             lambda: quantize(w, scale, rounding=torch.floor),
         "torch.round sends a tie to the even integer (0.5 -> 0, 1.5 -> 2, -2.5 -> -2); "
         "floor(v + 0.5) rounds ties up.": lambda: quantize(w, scale, rounding=lambda v: torch.floor(v + 0.5)),
+        "ties go to the even integer with torch.round (0.5 -> 0, 1.5 -> 2, -2.5 -> -2), not away "
+        "from zero.": lambda: quantize(w, scale, rounding=lambda v: torch.sign(v) * torch.floor(v.abs() + 0.5)),
         "round to the nearest integer, do not truncate toward 0.":
             lambda: quantize(w, scale, rounding=torch.trunc),
         "the int8 range is -128 to 127: clamp(..., -128, 127).": lambda: quantize(w, scale, -127, 127),
@@ -343,7 +365,13 @@ def backward_mistakes(w, scale, g):
         "outside the range clamp cuts w off: pass 0 where w / scale < -128 or > 127.": lambda: g,
         "the edges are inside the range: pass the gradient where -128 <= w / scale <= 127 "
         "(<=, not <).": lambda: torch.where((ratio > -128) & (ratio < 127), g, torch.zeros_like(g)),
-        "test w / scale itself, not its rounded value: -128.5 rounds to -128 but is outside.":
+        "the upper edge w / scale = 127 is inside the range: pass the gradient where "
+        "w / scale <= 127 (<=, not <).": lambda: torch.where((ratio >= -128) & (ratio < 127), g,
+                                                             torch.zeros_like(g)),
+        "the lower edge w / scale = -128 is inside the range: pass the gradient where "
+        "-128 <= w / scale (<=, not <).": lambda: torch.where((ratio > -128) & (ratio <= 127), g,
+                                                              torch.zeros_like(g)),
+        "test w / scale itself, not its rounded value: -128.25 rounds to -128 but is outside.":
             lambda: torch.where((torch.round(ratio) >= -128) & (torch.round(ratio) <= 127), g,
                                 torch.zeros_like(g)),
         "the range is -128 <= w / scale <= 127, not -127 to 127.":
@@ -378,9 +406,10 @@ def check_fake_quantize(student, w, scale, what, grad_out=None):
              "scale is a Python float, not a tensor, and autograd has no gradient to give it.")
 
 
-# power-of-two scales: w / scale is exact, so the edges and ties are exactly where they should be
-EDGES = torch.tensor([-200.0, -129.0, -128.5, -128.0, -127.5, -1.25, 0.0, 2.75, 126.0, 126.5, 127.0,
-                      127.25, 127.5, 128.0, 300.0])
+# power-of-two scales: w / scale is exact, so the edges and ties are exactly where they should be.
+# EDGES holds no tie (k + 0.5): a wrong rounding of ties fails the tests of ties, not of clipping.
+EDGES = torch.tensor([-200.0, -129.0, -128.25, -128.0, -127.75, -1.25, 0.0, 2.75, 126.0, 126.25,
+                      127.0, 127.25, 127.75, 128.0, 300.0])
 TIES = torch.tensor([-4.5, -3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 10.5, 11.5, -127.5, 126.5])
 
 
@@ -438,20 +467,25 @@ def test_FakeQuantize_float64(student):
 def reference_training(x, y, W, b, scale, lr, steps, mistake=None):
     """The loop with PyTorch's own ops (the STE spelled with detach and a mask), or a known mistake."""
     W_ = W.detach().clone().requires_grad_()
-    b_ = b.detach().clone().requires_grad_()
-    optimizer = SGD([W_, b_], lr=lr)
+    b_ = b.detach().clone().requires_grad_(mistake != "frozen_bias")
+    # "inputs": the optimizer holds copies standing for W and b, which nothing differentiates
+    optimizer = SGD([W_, b_] if mistake != "inputs" else [W.detach().clone(), b.detach().clone()],
+                    lr=lr)
+
+    def fake_quantize(t):
+        inside = ((t.detach() / scale >= -128) & (t.detach() / scale <= 127)).to(t.dtype)
+        return quantize(t.detach(), scale) + (t - t.detach()) * inside
 
     def forward():
         if mistake == "float":
             return F.linear(x, W_, b_)
-        inside = ((W_.detach() / scale >= -128) & (W_.detach() / scale <= 127)).to(W_.dtype)
-        return F.linear(x, quantize(W_.detach(), scale) + (W_ - W_.detach()) * inside, b_)
+        return F.linear(x, fake_quantize(W_), fake_quantize(b_) if mistake == "bias" else b_)
 
     losses = []
     for _ in range(steps):
         if mistake != "no_zero_grad":
             optimizer.zero_grad()
-        loss = F.mse_loss(forward(), y)
+        loss = F.mse_loss(forward(), y, reduction="sum" if mistake == "sum" else "mean")
         if mistake != "after":
             losses.append(loss.item())
         loss.backward()
@@ -474,6 +508,15 @@ TRAIN_MISTAKES = {
              "the float shadow weight.",
     "requantize": "keep the shadow weight in floats: rounding it back to the grid after every step "
                   "throws away every update smaller than half a grid step.",
+    # before "inputs": after one step both leave b as it was, but only this one trains W
+    "frozen_bias": "the bias trains too: make b_ a leaf that requires grad, "
+                   "b_ = b.detach().clone().requires_grad_().",
+    "inputs": "the optimizer must update the shadow weights, torch.optim.SGD([W_, b_], lr=lr): "
+              "the loss is computed from W_ and b_, so W and b themselves get no gradient.",
+    "sum": "the loss is the mean squared error, F.mse_loss(prediction, y): the mean of the squared "
+           "errors over all entries, not their sum.",
+    "bias": "quantize only the weight: LinearFunction.apply(x, FakeQuantize.apply(W_, scale), b_), "
+            "with the bias b_ in floats.",
 }
 
 
@@ -641,9 +684,13 @@ def check_ops(student, name, *args, label):
     if got == expected:
         return
     with_all = reference_ops(name, args, every_namespace=True)
+    repeats = ("keep repeats: keep every call, even the same operator twice in a row; an operator "
+               "that runs twice is listed twice, in the order it ran.")
     candidates = [
-        (list(dict.fromkeys(expected)), "keep repeats: an operator that runs twice is listed twice, "
-                                        "in the order it ran."),
+        (list(dict.fromkeys(expected)), repeats),
+        ([e for i, e in enumerate(expected) if i == 0 or expected[i - 1] != e], repeats),
+        (expected * 2, "call fn() once, inside the mode: the list holds every operator twice, as if "
+                       "fn had run two times."),
         (sorted(set(expected)), "keep the order the operators ran in, and their repeats (no set)."),
         (with_all, "keep only operators of the aten namespace (func.namespace == \"aten\"): the "
                    "profiler.* entries mark where optimizer.step() starts and ends."),
