@@ -15,11 +15,14 @@ c.Exchange.root = os.environ.get(
 
 
 # Scores of hidden-test cells come from the jailed grader, never from the learner's kernel,
-# which runs jailed too (autograder/nbgrader_plugin.py). execute=False: a fast autograde that
-# does not run the notebooks (the feedback then shows no learner outputs).
+# which runs jailed and limited too (autograder/nbgrader_plugin.py). execute=False: a fast
+# autograde that does not run the notebooks (the feedback then shows no learner outputs).
+# The sanitize steps keep a copied answer cell or a deleted hidden-test cell from stopping
+# autograde or from scoring unlike `python -m autograder grade`.
 try:
-    from autograder.nbgrader_plugin import autograde_preprocessors
+    from autograder.nbgrader_plugin import autograde_preprocessors, sanitize_preprocessors
 except ImportError:  # a learner's environment without the grader: validate needs none of it
     pass
 else:
+    c.Autograde.sanitize_preprocessors = sanitize_preprocessors()
     c.Autograde.autograde_preprocessors = autograde_preprocessors(execute=True)

@@ -10,11 +10,26 @@ Registered in `nbgrader_config.py`:
   returned in those cells is thrown away, so it cannot change the number.
 * `JailedExecute` runs the notebook for the feedback in a kernel started
   through the same jail (no network, read-only files, an unprivileged uid),
-  and never stops `autograde` when that kernel dies or hangs.
+  with a grading child's limits (memory, CPU seconds, processes, file size;
+  `autograder/jail/notebook_kernel.py`), unable to write to its socket folder
+  once its sockets exist, and with what it prints capped per cell; it never
+  stops `autograde` when that kernel dies or hangs.
+
+And, in `c.Autograde.sanitize_preprocessors` (`sanitize_preprocessors()`), steps that keep one
+learner's notebook from stopping `autograde` or from being graded unlike the standalone grader:
+
+* `DeduplicateCopies`: nbgrader's `DeduplicateIds`, whose emptied copies (a copied answer
+  cell keeps its nbgrader metadata) become ordinary cells that `TrustedGrades` still grades
+  as the copies they are; `RepairCellMetadata` just before it turns any other empty nbgrader
+  metadata into an ordinary cell and an unknown schema version into the current one (either
+  stops `nbgrader autograde` for every later learner: "an old version of the metadata format").
+* `RestoreGradeCells`: nbgrader's `OverwriteCells`, which also puts a deleted hidden-test cell
+  back from the source notebook (`add_missing_cells`, placed robustly).
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import tempfile
@@ -22,8 +37,11 @@ from pathlib import Path
 
 import nbformat
 from jupyter_client.manager import AsyncKernelManager
+from nbclient.util import run_sync
 from nbformat.v4 import new_output
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.preprocessors import (DeduplicateIds, Execute, NbGraderPreprocessor,
+                                    OverwriteCells)
+from traitlets import Bool
 
 from autograder import jailer
 
@@ -42,8 +60,8 @@ class TrustedGrades(NbGraderPreprocessor):
         results, error = [], ""
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "submission.ipynb"
-            nbformat.write(nb, path)
             try:
+                nbformat.write(_sources(nb), path)
                 results = grade_notebook(path).autograded
             except NotGradable as why:
                 error = str(why).replace(str(path), "this notebook")
@@ -58,6 +76,25 @@ class TrustedGrades(NbGraderPreprocessor):
             tests = [r for r in results if r.function == function]
             cell.outputs = _outputs(function, tests, float(meta.get("points", 0)), error)
         return nb, resources
+
+
+COPY = "autograder"
+"""Cell metadata key under which `DeduplicateCopies` keeps a copied cell's nbgrader metadata."""
+
+
+def _sources(nb):
+    """What the grader reads: the cells' sources and metadata, none of the kernel's outputs
+    (a notebook that printed 400 MB would be refused as too large), copied cells as copies."""
+    sources = copy.deepcopy({**nb, "cells": []})
+    for cell in nb.cells:
+        cell = copy.deepcopy({k: v for k, v in cell.items() if k != "outputs"})
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [], None
+        copied = cell.get("metadata", {}).pop(COPY, {}).get("nbgrader")
+        if isinstance(copied, dict) and "nbgrader" not in cell["metadata"]:
+            cell["metadata"]["nbgrader"] = copied
+        sources["cells"].append(cell)
+    return nbformat.from_dict(sources)
 
 
 def _outputs(function: str, tests, points: float, error: str) -> list:
@@ -95,17 +132,54 @@ class JailedKernelManager(AsyncKernelManager):
                 os.chown(path, jailer.uid(), jailer.uid())
 
     def format_kernel_cmd(self, extra_arguments=None):
-        command = super().format_kernel_cmd(extra_arguments)
+        command = list(super().format_kernel_cmd(extra_arguments))
+        # ipykernel_launcher, with a grading child's limits (autograder/jail/notebook_kernel.py)
+        at = next((i for i in range(len(command) - 1)
+                   if command[i] == "-m" and command[i + 1] == "ipykernel_launcher"), None)
+        if at is None:
+            raise RuntimeError(f"not an ipykernel command, which the jail can limit: {command}")
+        command[at + 1] = "autograder.jail.notebook_kernel"
         jailer.check()
         return jailer.bwrap_command(jailer.uid(), os.geteuid() == 0, command,
                                     writable=(self._socket_dir,))
 
+    def seal(self) -> None:
+        """The kernel's sockets exist: from now on it may not write to their folder (nor read the
+        connection file). Connecting to an existing Unix socket needs no write permission there."""
+        if os.geteuid() == 0:
+            for path in (self._socket_dir, self.connection_file):
+                os.chown(path, 0, 0)
+            os.chmod(self._socket_dir, 0o755)
+        else:  # the jail's uid is ours, mapped: only a hurdle, it could chmod it back
+            os.chmod(self._socket_dir, 0o555)
+        os.chmod(self.connection_file, 0o600)
+
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await AsyncKernelManager._async_cleanup_resources(self, restart=restart)
         if not restart and getattr(self, "_socket_dir", None):
+            try:
+                os.chmod(self._socket_dir, 0o700)
+            except OSError:
+                pass
             shutil.rmtree(self._socket_dir, ignore_errors=True)
 
     cleanup_resources = _async_cleanup_resources
+
+
+OUTPUT_LIMIT = 4 << 20
+"""Characters of output kept per cell (and at most OUTPUT_COUNT outputs): what nbgrader holds
+in memory for a notebook stays bounded, whatever the learner's kernel prints."""
+OUTPUT_COUNT = 1000
+
+
+def _size(value) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(_size(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_size(v) for v in value)
+    return 8
 
 
 class JailedExecute(Execute):
@@ -114,6 +188,59 @@ class JailedExecute(Execute):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", JailedKernelManager)
         super().__init__(*args, **kwargs)
+        self._kept: dict[int, list] = {}
+
+    async def async_start_new_kernel_client(self):
+        kc = await super().async_start_new_kernel_client()
+        seal = getattr(self.km, "seal", None)
+        if seal is not None:
+            try:
+                seal()
+            except Exception:
+                await self._async_cleanup_kernel()  # nbclient cleans up only after this returns
+                raise
+        return kc
+
+    start_new_kernel_client = run_sync(async_start_new_kernel_client)  # nbconvert calls this one
+
+    def output(self, outs, msg, display_id, cell_index):
+        """nbclient's, keeping at most OUTPUT_LIMIT characters and OUTPUT_COUNT outputs per cell
+        (consecutive stream text joined), then one line saying the output was cut."""
+        if self.output_hook_stack[msg["parent_header"].get("msg_id")]:
+            return super().output(outs, msg, display_id, cell_index)
+        if not outs or cell_index not in self._kept:  # a new cell, or its output was cleared
+            self._kept[cell_index] = [0, False]
+        kept = self._kept[cell_index]
+        if kept[1]:
+            return None
+        content = msg.get("content") or {}
+        size = _size(content)
+        room = OUTPUT_LIMIT - kept[0]
+        if msg["msg_type"] == "stream" and isinstance(content.get("text"), str):
+            if size > room:
+                msg = {**msg, "content": {**content, "text": content["text"][:max(room, 0)]}}
+                size = room
+            last = outs[-1] if outs and not self.clear_before_next_output else None
+            if (last is not None and last.get("output_type") == "stream"
+                    and last.get("name") == content.get("name")):
+                last["text"] += msg["content"]["text"]
+                kept[0] += size
+                out = last
+            else:
+                out = super().output(outs, msg, display_id, cell_index)
+                kept[0] += size
+        elif size <= room and len(outs) < OUTPUT_COUNT:
+            out = super().output(outs, msg, display_id, cell_index)
+            kept[0] += size
+        else:
+            kept[0] = OUTPUT_LIMIT
+        if kept[0] >= OUTPUT_LIMIT or len(outs) >= OUTPUT_COUNT:
+            kept[1] = True
+            outs.append(new_output("stream", name="stderr", text=(
+                f"\n[output was cut: more than {OUTPUT_LIMIT >> 20} MB or {OUTPUT_COUNT} outputs "
+                "in this cell]\n")))
+            return None
+        return out
 
     def preprocess(self, nb, resources, *args, **kwargs):
         try:
@@ -122,6 +249,116 @@ class JailedExecute(Execute):
             self.log.warning("the notebook's kernel failed (%s): its outputs are incomplete; "
                              "scores still come from the grader", type(error).__name__)
             return nb, resources
+
+
+class DeduplicateCopies(DeduplicateIds):
+    """nbgrader's `DeduplicateIds` (of cells sharing a grade_id it keeps the last), whose copies
+    become ordinary cells instead of keeping an empty nbgrader dict, which stops `autograde` for
+    every later learner. The copy's metadata is kept aside (`metadata.autograder`) so that
+    `TrustedGrades` grades the notebook as the standalone grader does: a copied answer cell
+    runs as the answer it is."""
+
+    def preprocess(self, nb, resources):
+        for cell in nb.cells:  # only this step writes that key: never the learner's
+            cell.metadata.pop(COPY, None)
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        before = copy.deepcopy(cell.metadata.get("nbgrader"))
+        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        if before and cell.metadata.get("nbgrader") == {}:
+            del cell.metadata["nbgrader"]
+            cell.metadata[COPY] = {"nbgrader": before}
+        return cell, resources
+
+
+class RepairCellMetadata(NbGraderPreprocessor):
+    """Learner-made nbgrader metadata that would stop `autograde` for every later learner (it
+    raises SchemaTooOld/TooNewError): an empty or malformed dict is dropped (an ordinary cell),
+    an old schema upgraded, an unknown one set to the current version. The rest is nbgrader's
+    (OverwriteCells restores known cells' metadata, CheckCellMetadata refuses the notebook)."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        from nbgrader.nbgraderformat import MetadataValidator
+        if "nbgrader" not in cell.metadata:
+            return cell, resources
+        meta = cell.metadata["nbgrader"]
+        if not isinstance(meta, dict) or not meta:
+            self.log.warning("cell %s: empty nbgrader metadata removed", cell_index)
+            del cell.metadata["nbgrader"]
+            return cell, resources
+        validator = MetadataValidator()
+        version = meta.get("schema_version", 0)
+        if version == validator.schema_version and type(version) is int:
+            return cell, resources
+        try:
+            if type(version) is int and 0 <= version < validator.schema_version:
+                validator.upgrade_cell_metadata(cell)
+            else:
+                meta["schema_version"] = validator.schema_version
+        except Exception:  # noqa: BLE001 - metadata nbgrader cannot read: an ordinary cell
+            self.log.warning("cell %s: unreadable nbgrader metadata removed", cell_index)
+            cell.metadata.pop("nbgrader", None)
+        return cell, resources
+
+
+def _nbgrader(cell) -> dict:
+    meta = cell.get("metadata", {}).get("nbgrader")
+    return meta if isinstance(meta, dict) else {}
+
+
+class RestoreGradeCells(OverwriteCells):
+    """nbgrader's `OverwriteCells` with `add_missing_cells`: a hidden-test cell the learner
+    deleted is put back from the gradebook's source (so nbgrader records the grader's score for
+    it, as the standalone grader gives it), after the nearest earlier nbgrader cell still there.
+    Deleted written answers are not put back (their source is the model answer)."""
+
+    add_missing_cells = Bool(True).tag(config=True)
+
+    def add_missing_grade_cells(self, nb, resources):
+        source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+        order = {cell.name: i for i, cell in enumerate(source_nb.source_cells)}
+        sources = {cell.name: cell for cell in source_nb.source_cells}
+        solutions = {cell.name for cell in source_nb.solution_cells}
+        for grade_cell in sorted(source_nb.grade_cells, key=lambda c: order.get(c.name, len(order))):
+            present = {c["metadata"]["nbgrader"]["grade_id"]: i for i, c in enumerate(nb.cells)
+                       if "grade_id" in _nbgrader(c)}
+            if grade_cell.name in present or grade_cell.name in solutions or grade_cell.name not in sources:
+                continue
+            self.log.warning("Missing grade cell %s encountered, adding to notebook", grade_cell.name)
+            cell = nbformat.from_dict(self.missing_cell_transform(sources[grade_cell.name],
+                                                                  grade_cell.max_score))
+            earlier = [i for n, i in present.items() if order.get(n, len(order)) < order[grade_cell.name]]
+            nb.cells.insert(max(earlier) + 1 if earlier else 0, cell)
+        return nb, resources
+
+    def add_missing_task_cells(self, nb, resources):
+        """nbgrader's, which breaks on a cell whose unknown grade_id `preprocess_cell` removed."""
+        source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+        sources = {cell.name: cell for cell in source_nb.source_cells}
+        present = {_nbgrader(c).get("grade_id") for c in nb.cells}
+        for task_cell in source_nb.task_cells:
+            if task_cell.name not in present and task_cell.name in sources:
+                nb.cells.append(nbformat.from_dict(self.missing_cell_transform(
+                    sources[task_cell.name], task_cell.max_score, is_task=True)))
+        return nb, resources
+
+
+def sanitize_preprocessors() -> list:
+    """nbgrader's own sanitize steps, with `RepairCellMetadata` and `DeduplicateCopies` in place of
+    `DeduplicateIds`, and `RestoreGradeCells` in place of `OverwriteCells`."""
+    from nbgrader.converters import Autograde
+    steps = []
+    for step in Autograde.sanitize_preprocessors.default():
+        if step is DeduplicateIds:  # malformed metadata first: DeduplicateIds reads it
+            steps += [RepairCellMetadata, DeduplicateCopies]
+        elif step is OverwriteCells:
+            steps.append(RestoreGradeCells)
+        else:
+            steps.append(step)
+    if DeduplicateCopies not in steps or RestoreGradeCells not in steps:
+        raise RuntimeError("nbgrader's autograde has no DeduplicateIds or OverwriteCells step to replace")
+    return steps
 
 
 def autograde_preprocessors(execute: bool = True) -> list:

@@ -39,6 +39,9 @@ class _Recorder:
     inside a graph task). `paused` is set while trusted grader code runs.
     """
 
+    OPTIMIZER_STEP = "optim.optimizer_step"
+    """Recorded when a torch.optim optimizer's step() runs (seen through its profiler record)."""
+
     def __init__(self):
         self.seen: set[str] = set()
         self.paused = 0
@@ -64,6 +67,10 @@ class _Recorder:
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 if not recorder.paused:
                     recorder.seen.add(f"aten.{func._overloadpacket.__name__}")
+                    if func.namespace == "profiler" and args and isinstance(args[0], str) \
+                            and args[0].startswith("Optimizer.step#"):
+                        # torch.optim's Optimizer.step runs inside record_function("Optimizer.step#SGD.step")
+                        recorder.seen.add(recorder.OPTIMIZER_STEP)
                     if torch._C._current_graph_task_id() != -1:
                         recorder.seen.add(AUTOGRAD_ENGINE)
                     if torch._C._functorch.maybe_current_level() is not None:
@@ -106,15 +113,20 @@ def warm_up() -> None:
     _definitions("import os\nX = 1\ndef f():\n    pass\n")
 
 
-def limit_resources(memory_limit: int, cpu_seconds: int, processes: int, file_bytes: int) -> None:
-    """Bound what this process and everything it starts may take."""
+def bound(memory_limit: int, cpu_seconds: int, processes: int, file_bytes: int) -> None:
+    """Hard limits on what this process and everything it starts may take: address space on top
+    of what it holds now, CPU seconds, processes of its uid, file size; no core files."""
     with open("/proc/self/status") as status:
         vm = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize"))
-    resource.setrlimit(resource.RLIMIT_AS, (vm + memory_limit, vm + memory_limit))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds))
-    resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for name, value in (("RLIMIT_AS", vm + memory_limit), ("RLIMIT_CPU", cpu_seconds),
+                        ("RLIMIT_NPROC", processes), ("RLIMIT_FSIZE", file_bytes),
+                        ("RLIMIT_CORE", 0)):
+        resource.setrlimit(getattr(resource, name), (value, value))
+
+
+def limit_resources(memory_limit: int, cpu_seconds: int, processes: int, file_bytes: int) -> None:
+    """Bound what this process and everything it starts may take; its output goes nowhere."""
+    bound(memory_limit, cpu_seconds, processes, file_bytes)
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):  # learner prints must not reach the grader
         os.dup2(devnull, fd)
