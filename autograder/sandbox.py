@@ -27,6 +27,11 @@ LOAD_TIMEOUT = 20.0
 """Seconds the learner's cells may take to run (defining the functions)."""
 NOTEBOOK_BUDGET = 90.0
 """Seconds of learner code (loading and calls) one notebook may use in all."""
+MAX_REPLY_BYTES = 256 << 20
+"""Largest message read from a child (a tensor of wire.MAX_ELEMENTS float64 is about 53 MB)."""
+MAX_REPLY_CONTAINERS = 200_000
+"""Lists and dicts one reply may hold: JSON of 16 million empty lists is 48 MB on the wire but
+2.5 GB in the grader once parsed; what the hidden tests exchange holds a few thousand at most."""
 MAX_BAD_CELLS = 2
 """Cells that kill or hang the process while loading are left out, up to this many."""
 LIMITS = {"memory_limit": 2 << 30, "cpu_seconds": 120, "processes": 64, "file_bytes": 32 << 20}
@@ -161,12 +166,22 @@ class Sandbox:
         return self.load_report
 
     def _receive(self, timeout: float) -> dict | None:
+        """The child's next message; {"status": "crashed"} if it is gone or sent something that is
+        not a reply (learner code can reach the socket: it may send anything, of any size)."""
         try:
             if not self._conn.poll(max(timeout, 0.0)):
                 return None
-            return wire.loads(self._conn.recv_bytes(maxlength=256 << 20))
-        except (EOFError, OSError, ValueError):
+            raw = self._conn.recv_bytes(maxlength=MAX_REPLY_BYTES)
+            if raw.count(b"[") + raw.count(b"{") > MAX_REPLY_CONTAINERS:
+                return {"status": "crashed", "unreadable": "a reply of too many nested values"}
+            reply = wire.loads(raw)
+        except (EOFError, OSError):
             return {"status": "crashed"}
+        except (ValueError, RecursionError, MemoryError):
+            return {"status": "crashed", "unreadable": "a reply that is not valid data"}
+        if not isinstance(reply, dict):
+            return {"status": "crashed", "unreadable": "a reply that is not a message"}
+        return reply
 
     def _exit_detail(self) -> str:
         status = jail().status(self._pid) if self._pid is not None else "unknown"
@@ -237,7 +252,8 @@ class Sandbox:
             self._discard()
             return Reply("timeout", detail=f"no result after {timeout:g} s")
         if raw.get("status") == "crashed":
-            detail = self._exit_detail()
+            detail = (f"your process sent the grader {raw['unreadable']}" if raw.get("unreadable")
+                      else self._exit_detail())
             self._discard()
             return Reply("crashed", detail=detail)
         return _reply_from(raw, args)

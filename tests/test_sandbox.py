@@ -149,3 +149,45 @@ def test_a_cell_that_kills_the_process_while_loading_costs_only_its_own_definiti
         assert box.call("first").value == 1 and box.call("last").value == 3
         assert box.call("lost").status == "missing"
     assert "left out" in box.load_report.errors[0]
+
+
+FORGER = """
+import gc, json
+from multiprocessing.connection import Connection
+
+def _send(payload: bytes):
+    for o in gc.get_objects():
+        if isinstance(o, Connection):
+            o.send_bytes(payload)
+    import time
+    time.sleep(30)
+
+def not_a_message():
+    _send(b'[1, 2, 3]')
+
+def deeply_nested():
+    _send(b'{"status": "ok", "value": ' + b'[' * 100_000 + b']' * 100_000 + b'}')
+
+def many_lists():
+    _send(b'{"status": "ok", "used": [], "value": [' + b'[],' * 300_000 + b'[]]}')
+
+def not_json():
+    _send(b'\\xff{status')
+
+def fine(x):
+    return x * 2
+"""
+
+
+def test_a_forged_reply_costs_only_its_own_call():
+    """Learner code can find its socket and send anything: the grader reads it as a crash of
+    that call (with what it saw), never as its own error, and the next call is unharmed."""
+    with Sandbox(cells(FORGER), call_timeout=20) as box:
+        for name, words in (("not_a_message", "not a message"), ("deeply_nested", "not valid data"),
+                            ("many_lists", "too many nested values"), ("not_json", "not valid data")):
+            started = time.monotonic()
+            reply = box.call(name)
+            assert reply.status == "crashed" and words in reply.detail, (name, reply)
+            assert time.monotonic() - started < 10, name
+        reply = box.call("fine", (torch.ones(2),))
+        assert reply.status == "ok" and torch.equal(reply.value, torch.full((2,), 2.0))
