@@ -17,6 +17,7 @@ import hashlib
 import importlib.metadata
 import multiprocessing
 import os
+import sys
 import traceback
 import uuid
 from collections import defaultdict, deque
@@ -267,6 +268,12 @@ def plan(root: Path, students=None) -> list[Task]:
         pending = []
         for folder, path in notebooks:
             task = Task(student, folder, path, folder, None)
+            linked = next((p for p in (path, path.parent, path.parent.parent) if p.is_symlink()), None)
+            if linked is not None:  # another student's file, or one outside submitted/
+                task.error = (f"{linked.relative_to(root)} is a symbolic link, not a handed-in "
+                              "file: not graded (0). Hand in the notebook itself.")
+                pending.append(task)
+                continue
             try:
                 task.sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
                 task.graded_as = _recognised(path)
@@ -354,6 +361,9 @@ def in_shard(student: str, shard: tuple[int, int] | None) -> bool:
 
 # --- a batch into DIR -------------------------------------------------------------------------
 
+RESERVED = {"grades.csv", ".grades.lock"}
+"""Names in DIR that are the batch's own files, so no student's folder there."""
+
 @dataclass
 class Batch:
     """What one run of `grade_batch` did."""
@@ -375,6 +385,10 @@ def grade_batch(root: Path, out: Path, *, jobs: int | None = None,
     from autograder import report
     root, out = Path(root), Path(out)
     students = {s.name for s in root.iterdir() if s.is_dir() and in_shard(s.name, shard)}
+    for clash in sorted(students & RESERVED):
+        print(f"warning: {root / clash}: a student folder named {clash} would clash with "
+              f"{out / clash}: not graded (rename the folder)", file=sys.stderr)
+    students -= RESERVED
     tasks = plan(root, students)
     run = uuid.uuid4().hex[:12]
     for student in students:

@@ -246,7 +246,8 @@ def find_submissions(root: str | Path) -> list[tuple[str, str, Path]]:
     """(student, assignment folder, notebook) for nbgrader's submitted/<student>/<assignment>/ layout."""
     root = Path(root)
     found = []
-    for student_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+    for student_dir in sorted(p for p in root.iterdir() if p.is_dir()
+                              and not p.name.startswith(".")):  # .ipynb_checkpoints, ...
         for assignment_dir in sorted(p for p in student_dir.iterdir() if p.is_dir()):
             notebooks = sorted(assignment_dir.glob("*.ipynb"))
             expected = ASSIGNMENTS.get(assignment_dir.name)

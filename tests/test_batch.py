@@ -295,3 +295,30 @@ def test_force_grades_current_results_again(mixed, tmp_path):
     assert_grades_csv_matches(out)
     done = grade(sub, "--out", out, "--jobs", "1", cwd=tmp_path)
     assert summary(done.stdout) == (0, 3)
+
+
+# --- folders that are not plain hand-ins ----------------------------------------------------
+
+def test_links_and_reserved_names_are_not_graded_as_hand_ins(samples, tmp_path):
+    """A notebook or student folder that is a symbolic link (another student's file, a folder
+    outside submitted/) scores 0 with a message; a student folder named like the batch's own
+    grades.csv is left out with a warning instead of breaking grades.csv for everyone; hidden
+    folders (.ipynb_checkpoints) are no students."""
+    sub, out, elsewhere = tmp_path / "submitted", tmp_path / "out", tmp_path / "elsewhere"
+    put(samples, sub, "alice", A1, "solution", A1)
+    put(samples, sub, "grades.csv", A1, "solution", A1)
+    put(samples, sub, ".ipynb_checkpoints", A1, "solution", A1)
+    put(samples, elsewhere, "eve", A1, "solution", A1)
+    (sub / "eve").symlink_to(elsewhere / "eve")
+    (sub / "mallory" / A1).mkdir(parents=True)
+    (sub / "mallory" / A1 / ASSIGNMENTS[A1].notebook).symlink_to(notebook(sub, "alice", A1))
+    done = grade(sub, "--out", out, "--jobs", "1", "--only", "matmul", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "grades.csv" in done.stderr and "rename" in done.stderr
+    found = results(out)
+    assert set(found) == {("alice", A1), ("eve", A1), ("mallory", A1)}
+    assert found[("alice", A1)]["score"] == found[("alice", A1)]["max_score"] > 0
+    for student in ("eve", "mallory"):
+        assert found[(student, A1)]["score"] == 0
+        assert "symbolic link" in json.dumps(found[(student, A1)]), student
+    assert_grades_csv_matches(out)
