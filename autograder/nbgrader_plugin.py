@@ -79,7 +79,10 @@ class TrustedGrades(NbGraderPreprocessor):
 
 
 COPY = "autograder"
-"""Cell metadata key under which `DeduplicateCopies` keeps a copied cell's nbgrader metadata."""
+"""Cell metadata key under which the sanitize steps keep what nbgrader is about to change and the
+grader must see as handed in: a copied cell's nbgrader metadata (`DeduplicateCopies`), the type
+of a cell the learner turned into markdown or raw (`RepairCellMetadata`; nbgrader's
+OverwriteCells turns an answer cell back into code, which the learner's notebook never ran)."""
 
 
 def _sources(nb):
@@ -90,9 +93,13 @@ def _sources(nb):
         cell = copy.deepcopy({k: v for k, v in cell.items() if k != "outputs"})
         if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
-        copied = cell.get("metadata", {}).pop(COPY, {}).get("nbgrader")
+        kept = cell.get("metadata", {}).pop(COPY, {})
+        copied = kept.get("nbgrader")
         if isinstance(copied, dict) and "nbgrader" not in cell["metadata"]:
             cell["metadata"]["nbgrader"] = copied
+        if kept.get("cell_type") in ("markdown", "raw") and cell["cell_type"] == "code":
+            cell = {"cell_type": kept["cell_type"], "metadata": cell["metadata"],
+                    "source": cell["source"], **({"id": cell["id"]} if "id" in cell else {})}
         sources["cells"].append(cell)
     return nbformat.from_dict(sources)
 
@@ -258,17 +265,12 @@ class DeduplicateCopies(DeduplicateIds):
     `TrustedGrades` grades the notebook as the standalone grader does: a copied answer cell
     runs as the answer it is."""
 
-    def preprocess(self, nb, resources):
-        for cell in nb.cells:  # only this step writes that key: never the learner's
-            cell.metadata.pop(COPY, None)
-        return super().preprocess(nb, resources)
-
     def preprocess_cell(self, cell, resources, cell_index):
         before = copy.deepcopy(cell.metadata.get("nbgrader"))
         cell, resources = super().preprocess_cell(cell, resources, cell_index)
         if before and cell.metadata.get("nbgrader") == {}:
             del cell.metadata["nbgrader"]
-            cell.metadata[COPY] = {"nbgrader": before}
+            cell.metadata.setdefault(COPY, {})["nbgrader"] = before
         return cell, resources
 
 
@@ -277,6 +279,13 @@ class RepairCellMetadata(NbGraderPreprocessor):
     raises SchemaTooOld/TooNewError): an empty or malformed dict is dropped (an ordinary cell),
     an old schema upgraded, an unknown one set to the current version. The rest is nbgrader's
     (OverwriteCells restores known cells' metadata, CheckCellMetadata refuses the notebook)."""
+
+    def preprocess(self, nb, resources):
+        for cell in nb.cells:  # only the sanitize steps write that key: never the learner's
+            cell.metadata.pop(COPY, None)
+            if cell.cell_type in ("markdown", "raw") and "nbgrader" in cell.metadata:
+                cell.metadata[COPY] = {"cell_type": cell.cell_type}
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell, resources, cell_index):
         from nbgrader.nbgraderformat import MetadataValidator

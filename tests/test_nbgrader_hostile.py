@@ -117,13 +117,26 @@ def _deleted_test():
     return nb
 
 
+def _answer_markdown():
+    """The matmul answer cell turned into markdown: the notebook never runs it, and neither may
+    grading (nbgrader's OverwriteCells would turn it back into code)."""
+    nb = _solution()
+    cell = nb.cells[_index(nb, "matmul")]
+    cell.cell_type = "markdown"
+    del cell["outputs"], cell["execution_count"]
+    return nb
+
+
 STUDENTS = {  # autograded in this order: a copied answer cell must not stop the later learners
     "a_copied_answer": _copied_answer,
     "b_honest": _solution,
     "c_kernel_probe": _kernel_probe,
     "d_deleted_test": _deleted_test,
     "e_copied_with_helper": _copied_with_helper,
+    "f_answer_markdown": _answer_markdown,
 }
+FULL = {"tests_matmul": 5.0, "tests_linear_forward": 6.0}
+EXPECTED = {**dict.fromkeys(STUDENTS, FULL), "f_answer_markdown": {**FULL, "tests_matmul": 0.0}}
 
 
 @pytest.fixture(scope="module")
@@ -176,10 +189,9 @@ def test_recorded_scores_equal_the_standalone_grader(hostile, standalone, studen
     assert _recorded(root, student) == _expected(standalone[student])
 
 
-def test_standalone_gives_full_marks_to_these_notebooks(standalone):
+def test_standalone_gives_these_notebooks_their_scores(standalone):
     for student in STUDENTS:
-        assert _expected(standalone[student]) == {"tests_matmul": 5.0, "tests_linear_forward": 6.0}, \
-            (student, standalone[student])
+        assert _expected(standalone[student]) == EXPECTED[student], (student, standalone[student])
 
 
 def test_an_honest_notebook_still_runs_in_the_kernel(hostile):
