@@ -90,11 +90,12 @@ def main(argv: list[str] | None = None) -> int:
         return _grade_folder(args)
     from autograder.notebook import NotGradable
     from autograder.plugin import AuthoringError
+    from autograder.sandbox import JailBroken
     try:
         return _grade_one(args)
     except NotGradable as error:
         return _error(str(error))
-    except AuthoringError as error:
+    except (AuthoringError, JailBroken) as error:
         return _error(f"the grader itself is broken: {error}", 3)
 
 

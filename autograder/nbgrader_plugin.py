@@ -56,6 +56,7 @@ class TrustedGrades(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         from autograder.grading import grade_notebook
         from autograder.notebook import NotGradable
+        from autograder.sandbox import JailBroken
 
         results, error = [], ""
         with tempfile.TemporaryDirectory() as tmp:
@@ -65,6 +66,8 @@ class TrustedGrades(NbGraderPreprocessor):
                 results = grade_notebook(path).autograded
             except NotGradable as why:
                 error = str(why).replace(str(path), "this notebook")
+            except JailBroken:
+                raise  # no score at all, rather than a 0 that is not the learner's: nbgrader says so
             except Exception as why:  # noqa: BLE001 - fail closed: 0 with an operator message
                 self.log.error("the grader broke on %s: %s", resources.get("unique_key"), why)
                 error = "the grader could not grade this notebook; your instructor has been told"

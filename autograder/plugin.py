@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from autograder.notebook import Submission
-from autograder.sandbox import Sandbox
+from autograder.sandbox import JailBroken, Sandbox
 from autograder.student import Student
 
 TESTS = Path(__file__).parent / "tests"
@@ -55,6 +55,8 @@ class GraderPlugin:
         self.submissions = submissions
         self.only = only
         self.results: dict[str, list[TestResult]] = {s.key: [] for s in submissions}
+        self.broken: JailBroken | None = None
+        """Set when the jail failed: run_tests raises it rather than score anything."""
         self.seconds: dict[str, float] = {s.key: 0.0 for s in submissions}
         """Seconds each submission took: its tests' setup, call and teardown (its sandbox too)."""
 
@@ -101,6 +103,8 @@ class GraderPlugin:
         message, internal = "", ""
         if report.outcome != "passed":
             error = call.excinfo.value if call.excinfo else None
+            if isinstance(error, JailBroken):
+                self.broken = error
             if isinstance(error, (AssertionError, pytest.fail.Exception)):
                 message = str(getattr(error, "msg", None) or error)
             else:
@@ -126,6 +130,8 @@ def run_tests(submissions: list[Submission], only: set[str] | None = None) -> Gr
             "--assert=plain", "-c", os.devnull,
             "--rootdir", str(TESTS), "-W", "ignore", *modules]
     code = pytest.main(args, plugins=[plugin])
+    if plugin.broken is not None:
+        raise plugin.broken
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise AuthoringError(f"hidden tests in {', '.join(modules)} did not run "
                              f"(pytest exit code {int(code)}); run pytest on them to see why")

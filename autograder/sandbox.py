@@ -38,6 +38,11 @@ LIMITS = {"memory_limit": 2 << 30, "cpu_seconds": 120, "processes": 64, "file_by
 """Per child: address space on top of torch's, CPU seconds, processes of the jail's uid, file size."""
 
 
+class JailBroken(RuntimeError):
+    """The jail could not start a process for learner code: the grader's fault, never the
+    learner's, so no score is given (a batch marks the notebook for a retry)."""
+
+
 @dataclass
 class ExceptionInfo:
     """An exception raised by learner code, as plain data."""
@@ -131,7 +136,8 @@ class Sandbox:
         started = time.monotonic()
         spawned = jail().spawn(self.limits, self.warm)
         if spawned is None:
-            return LoadReport([], ["the grader could not start a process for your code"], True), None
+            raise JailBroken("the jail's server could not start a process for learner code "
+                             "(AUTOGRADER_DEBUG=1 shows its output)")
         self._conn, self._pid = spawned
         self._owner = owner
         timeout = min(self.load_timeout, self._left())

@@ -191,3 +191,21 @@ def test_a_forged_reply_costs_only_its_own_call():
             assert time.monotonic() - started < 10, name
         reply = box.call("fine", (torch.ones(2),))
         assert reply.status == "ok" and torch.equal(reply.value, torch.full((2,), 2.0))
+
+
+def test_a_jail_that_cannot_start_a_process_scores_nothing(monkeypatch):
+    """When the jail's server cannot fork a child (it failed to start: a broken environment), the
+    grader's fault is not turned into zeros for the learner: the notebook is not graded (a batch
+    marks it for a retry, the command line exits 3)."""
+    import pytest
+    from autograder import jailer
+    from autograder.course import ASSIGNMENTS
+    from autograder.grading import _grade_chunk, grade_notebook
+    from autograder.sandbox import JailBroken
+    monkeypatch.setattr(jailer.Jail, "spawn", lambda self, limits, warm=(): None)
+    path = ASSIGNMENTS["01_linear_algebra"].source
+    with pytest.raises(JailBroken):
+        grade_notebook(path)
+    [(_, graded)] = _grade_chunk([(0, "alice", "01_linear_algebra", str(path))])
+    assert graded.operator and "could not start a process" in graded.operator
+    assert not graded.results
