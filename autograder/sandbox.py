@@ -111,21 +111,22 @@ class Sandbox:
         self._owner: str | None = None
         """The function the live child was started for."""
         self._hung: set[str] = set()
+        self._left_out: list[str] = []
+        """Why cells were left out (they killed or hung a child): said in every later report."""
         self._spent = 0.0
 
     # -- children -------------------------------------------------------------
     def _start(self, owner: str | None) -> LoadReport:
         """A fresh child with the cells run; a cell that kills or hangs it is named and left out."""
-        culprits: list[str] = []
         for _ in range(MAX_BAD_CELLS + 1):
             report, bad = self._spawn_and_load(owner)
             if bad is None or report.failed and not self.cells[bad:]:
                 break
             if report.failed:
-                culprits.append(f"a cell of yours {report.errors[0]}, so it was left out")
+                self._left_out.append(f"a cell of yours {report.errors[0]}, so it was left out")
                 self.cells = [*self.cells[:bad], {"source": "pass", "definitions_only": False},
                               *self.cells[bad + 1:]]
-        report.errors[:0] = culprits
+        report.errors[:0] = self._left_out
         return report
 
     def _count(self, owner: str | None) -> int:
@@ -165,10 +166,11 @@ class Sandbox:
         except (KeyError, TypeError):
             return LoadReport([], ["running your cells gave an unreadable answer"], failed=True), None
 
-    def load(self) -> LoadReport:
-        """Run the learner's cells (once, to see what they define) and report it."""
+    def load(self, name: str | None = None) -> LoadReport:
+        """Run the learner's cells (those above `name`'s check cell; all without a name) in a
+        child, which then serves `name`'s first call, and report it (once)."""
         if self.load_report is None:
-            self.load_report = self._start(None)
+            self.load_report = self._start(name)
         return self.load_report
 
     def _receive(self, timeout: float) -> dict | None:
@@ -231,16 +233,16 @@ class Sandbox:
         """
         if name in self._hung:
             return Reply("timeout", detail=f"an earlier call of {name} did not finish either")
-        if self.load().failed:
+        if self.load(name).failed:
             return Reply("missing")
         if self._left() <= 0:
             return Reply("timeout", detail=f"the notebook used up its {self.budget:g} s of "
                                            "grading time on earlier calls")
-        # The child that ran every cell for load() serves the first function that runs them all.
+        # A child that ran every cell for load() also serves a function that runs them all.
         reusable = self._owner == name or (self._owner is None
                                            and self._count(name) == len(self.cells))
         if self._conn is None or not reusable:
-            report = self._start(name)
+            report = self.load_report = self._start(name)  # what "not defined" messages quote
             if report.failed:
                 return Reply("crashed", detail=report.errors[0] if report.errors else "")
         self._owner = name
