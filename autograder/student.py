@@ -13,8 +13,23 @@ from autograder.jail.wire import Recipe
 _BANNED_SPELLING = {"__matmul__": "`@`", "__rmatmul__": "`@`", "matmul": "`@` / torch.matmul",
                     "linear": "F.linear / nn.Linear", "grad": "torch.autograd.grad (directly, or through torch.func or "
                             "torch.autograd.functional, which call it)",
-                    "backward": ".backward()", "relu": "torch.relu / F.relu",
-                    "sigmoid": "torch.sigmoid"}
+                    "backward": ".backward()", "optimizer_step": "torch.optim (an optimizer's step)",
+                    "relu": "torch.relu / F.relu",
+                    "sigmoid": "torch.sigmoid", "addmv": "torch.addmv", "baddbmm": "torch.baddbmm",
+                    "addbmm": "torch.addbmm", "vecdot": "torch.linalg.vecdot", "bilinear": "F.bilinear",
+                    "multi_dot": "torch.linalg.multi_dot", "elu": "F.elu", "selu": "F.selu", "celu": "F.celu",
+                    "leaky_relu": "F.leaky_relu", "logsigmoid": "F.logsigmoid", "glu": "F.glu",
+                    "softmax": "torch.softmax / F.softmax (the library's sigmoid in disguise: "
+                               "σ(z) = softmax((z, 0))[0])",
+                    "log_softmax": "torch.log_softmax / F.log_softmax (the library's sigmoid in disguise)",
+                    "softmin": "F.softmin (the library's sigmoid in disguise)",
+                    "softplus": "F.softplus (the library's sigmoid in disguise: σ(z) = exp(-softplus(-z)))",
+                    "numpy": "`.numpy()` (leaving torch for numpy: the check cannot see what numpy "
+                             "computes, such as numpy's own `@`; stay in torch, or use plain Python "
+                             "on `.tolist()`)",
+                    "__array__": "numpy on a tensor (np.asarray, np.array, np.dot, ...: leaving torch "
+                                 "for numpy, the check cannot see what numpy computes, such as numpy's "
+                                 "own `@`; stay in torch, or use plain Python on `.tolist()`)"}
 _OPERATOR_SPELLING = {"mm": "a built-in matrix product (torch.mm, `@`, torch.matmul, ...)",
                       "addmm": "a built-in matrix product (torch.addmm, F.linear, ...)",
                       "bmm": "a built-in matrix product (torch.bmm, torch.einsum, ...)",
@@ -22,7 +37,13 @@ _OPERATOR_SPELLING = {"mm": "a built-in matrix product (torch.mm, `@`, torch.mat
                       "autograd_engine": "autograd (.backward(), torch.autograd.grad or torch.func)",
                       "functorch_transform": "a torch.func transform",
                       "relu": "the library's ReLU (torch.relu, F.relu, nn.ReLU)",
-                      "sigmoid": "the library's sigmoid (torch.sigmoid, F.sigmoid, nn.Sigmoid, expit)"}
+                      "sigmoid": "the library's sigmoid (torch.sigmoid, F.sigmoid, nn.Sigmoid, expit)",
+                      "_softmax": "a softmax (torch.softmax, F.softmax, F.softmin: the library's "
+                                  "sigmoid in disguise)",
+                      "_log_softmax": "a log-softmax (torch.log_softmax: the library's sigmoid in disguise)",
+                      "softplus": "F.softplus (the library's sigmoid in disguise)",
+                      "log_sigmoid_forward": "F.logsigmoid", "elu": "F.elu / F.selu",
+                      "leaky_relu": "F.leaky_relu"}
 
 
 def banned_uses(used: list[str], banned: frozenset[str]) -> str:

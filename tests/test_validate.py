@@ -239,7 +239,36 @@ def test_visible_checks_stand_in_for_what_grading_stands_in_for(assignment):
                 and any(getattr(t, "id", "") == name for t in node.targets) for k in node.value.keys}
 
     hidden = (ROOT / "autograder" / "tests" / f"test_{assignment}.py").read_text()
-    assert keys("\n".join(visible_checks(assignment)[0]), "STAND_INS") == keys(hidden, "REFERENCES")
+    table = next((node.value for node in ast.parse(hidden).body if isinstance(node, ast.Assign)
+                  and any(getattr(t, "id", "") == "REFERENCES" for t in node.targets)), None)
+    if isinstance(table, ast.Call) and getattr(table.func, "id", "") == "stand_ins":
+        from autograder.notebook import stand_ins   # REFERENCES = stand_ins(ASSIGNMENT)
+        references = set(stand_ins(assignment))
+    else:
+        references = keys(hidden, "REFERENCES")
+    assert keys("\n".join(visible_checks(assignment)[0]), "STAND_INS") == references
+
+
+@pytest.mark.parametrize("assignment", BUILT)
+def test_visible_checks_ban_what_grading_bans(assignment):
+    """For every graded function, the setup cell's NOT_ALLOWED names exactly the operations that
+    course.py bans (a learner whose Validate passes does not then lose points to a ban, and the
+    other way round). The older notebooks write "autograd" for all of AUTOGRAD."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from autograder.course import AUTOGRAD
+    namespace = {"__name__": "setup"}
+    exec(compile("\n\n".join(visible_checks(assignment)[0]), "<setup>", "exec"), namespace)
+    shown = namespace["NOT_ALLOWED"]
+    a = ASSIGNMENTS[assignment]
+    assert set(shown) <= set(a.functions), set(shown) - set(a.functions)
+    for function in a.functions:
+        names = set(shown.get(function, {}))
+        if "autograd" in names:
+            names = names - {"autograd"} | AUTOGRAD
+        banned = set(a.banned.get(function, ()))
+        assert names == banned, (f"{function}: only the visible check bans {sorted(names - banned)}, "
+                                 f"only grading bans {sorted(banned - names)}")
 
 
 def test_not_visible_list_names_real_samples():

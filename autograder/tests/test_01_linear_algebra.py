@@ -36,20 +36,38 @@ def test_matmul_small(student):
     expect_tensor(student.matmul(A, B), A @ B, "matmul(A, B)", mistakes=_matmul_mistakes(A, B))
 
 
-def _check_matmul(student, n, k, m, dtype=F32):
-    A, B = rand(n, k, seed=n * 100 + k, dtype=dtype), rand(k, m, seed=k * 100 + m, dtype=dtype)
-    expect_tensor(student.matmul(A, B), A @ B, f"matmul(A, B) with A {n}x{k}, B {k}x{m}",
-                  mistakes=_matmul_mistakes(A, B))
+STALE = ("{} returned the same result for new values of the same shape: does it keep results from "
+         "an earlier call? Compute the result from the inputs every time.")
+
+
+def _check_matmul(student, n, k, m, dtype=F32, seed=0, earlier=None):
+    """`earlier`: what an earlier call with other values of the same shapes returned."""
+    A = rand(n, k, seed=seed + n * 100 + k, dtype=dtype)
+    B = rand(k, m, seed=seed + k * 100 + m, dtype=dtype)
+    hint = (f"A is {n}x{k} and B is {k}x{m}: the product has shape ({n}, {m})"
+            + (", all zeros (every entry is an empty sum)." if k == 0 else ".") if 0 in (n, k, m) else "")
+    got = student.result("matmul", student.call("matmul", A, B), (A, B), hint=hint)
+    mistakes = _matmul_mistakes(A, B)
+    if earlier is not None:
+        mistakes[STALE.format("matmul")] = lambda: earlier
+    expect_tensor(got, A @ B, f"matmul(A, B) with A {n}x{k}, B {k}x{m}", mistakes=mistakes)
+    return got
 
 
 SIZES = st.integers(1, 4)
 
 
-@graded("matmul", points=1)
+@graded("matmul", points=1, visible=True)
 def test_matmul_shapes(student):
-    """non-square shapes, a single row and an inner size of 1 match torch"""
+    """non-square shapes, a single row, inner sizes of 1 and 0, no rows or columns match torch"""
     for n, k, m in [(5, 3, 7), (1, 4, 6), (8, 1, 2)]:
         _check_matmul(student, n, k, m)
+    # sizes of 0 (CONTRACT.md: any sizes): no rows, an empty inner size (all sums empty), no columns
+    for n, k, m in [(3, 0, 4), (0, 3, 2), (2, 3, 0)]:
+        _check_matmul(student, n, k, m)
+    # the same shapes again with other values: a result kept from an earlier call shows here
+    first = _check_matmul(student, 3, 4, 2, seed=7001)
+    _check_matmul(student, 3, 4, 2, seed=7002, earlier=first)
     # any sizes from 1 to 4 (hypothesis, derandomized)
     sweep(st.tuples(SIZES, SIZES, SIZES), lambda c: _check_matmul(student, *c), examples=6)
 
@@ -104,14 +122,18 @@ def _linear_mistakes(x, W, b):
     return mistakes
 
 
-def _check_linear(student, x, W, b):
+def _check_linear(student, x, W, b, earlier=None):
     expected = F.linear(x, W, b)
     reply = student.call("linear_forward", x, W, b)
     got = student.result("linear_forward", reply, (x, W, b),
                          hint="b may be None (a layer without bias)." if b is None else
-                         "x may be 1-D (a single sample)." if x.dim() == 1 else "")
-    expect_tensor(got, expected, student.signature("linear_forward", (x, W, b)),
-                  mistakes=_linear_mistakes(x, W, b))
+                         "x may be 1-D (a single sample)." if x.dim() == 1 else
+                         "an empty batch (0, in) gives an empty output (0, out)." if not len(x) else "")
+    mistakes = _linear_mistakes(x, W, b)
+    if earlier is not None:
+        mistakes[STALE.format("linear_forward")] = lambda: earlier
+    expect_tensor(got, expected, student.signature("linear_forward", (x, W, b)), mistakes=mistakes)
+    return got
 
 
 @graded("linear_forward", points=1, visible=True)
@@ -136,9 +158,10 @@ def test_linear_square_weight(student):
 
 @graded("linear_forward", points=1, visible=True)
 def test_linear_batch_equals_out(student):
-    """batch size equal to out_features (the bias broadcasts over rows), batch of one, sizes 1-4"""
+    """batch size equal to out_features (the bias broadcasts over rows), batches of one and of 0"""
     _check_linear(student, rand(3, 7, seed=30), rand(3, 7, seed=31), rand(3, seed=32))
     _check_linear(student, rand(1, 4, seed=33), rand(3, 4, seed=34), rand(3, seed=35))
+    _check_linear(student, rand(0, 4, seed=36), rand(3, 4, seed=37), rand(3, seed=38))  # empty batch
 
     def layer(sizes):
         n, n_in, n_out = sizes
@@ -146,6 +169,9 @@ def test_linear_batch_equals_out(student):
         _check_linear(student, rand(n, n_in, seed=seed), rand(n_out, n_in, seed=seed + 1),
                       rand(n_out, seed=seed + 2))
     sweep(st.tuples(SIZES, SIZES, SIZES), layer, examples=6)   # hypothesis, derandomized
+    # the same shapes again with other values: a result kept from an earlier call shows here
+    first = _check_linear(student, rand(4, 3, seed=70), rand(2, 3, seed=71), rand(2, seed=72))
+    _check_linear(student, rand(4, 3, seed=73), rand(2, 3, seed=74), rand(2, seed=75), earlier=first)
 
 
 @graded("linear_forward", points=1, visible=True)

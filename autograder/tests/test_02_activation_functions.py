@@ -21,6 +21,17 @@ F32, F64 = torch.float32, torch.float64
 REFERENCES = stand_ins(ASSIGNMENT)  # PyTorch-built: they spell out no answer
 
 
+STALE = ("{} returned the same result for new values of the same shape: does it keep results from "
+         "an earlier call? Compute the result from the inputs every time.")
+
+
+def _stale(mistakes, name, earlier):
+    """Add the hint for a result kept from an earlier call (`earlier`: what it returned)."""
+    if earlier is not None:
+        mistakes[STALE.format(name)] = lambda: earlier
+    return mistakes
+
+
 def autograd_derivative(f, z):
     """What PyTorch's autograd gives as the elementwise derivative of f at z."""
     z = z.detach().clone().requires_grad_(True)
@@ -34,7 +45,7 @@ _ORDER = "first W1, then W2: the combined weight is W = W2 @ W1, of shape (out, 
 _SHAPES = "W = W2 @ W1 has shape (out, in) and b = W2 @ b1 + b2 has shape (out,)."
 
 
-def _check_collapse(student, W1, b1, W2, b2):
+def _check_collapse(student, W1, b1, W2, b2, earlier=None):
     args = (W1, b1, W2, b2)
     call = student.signature("collapse_linear", args)
     reply = student.call("collapse_linear", *args)
@@ -45,10 +56,10 @@ def _check_collapse(student, W1, b1, W2, b2):
         fail(f"{call} returned {kind}; expected a pair (W, b), as in `return W, b`.")
     W, b = got
     W_expected, b_expected = W2 @ W1, W2 @ b1 + b2
-    expect_tensor(W, W_expected, f"W returned by {call}", mistakes={
+    expect_tensor(W, W_expected, f"W returned by {call}", mistakes=_stale({
         "W is transposed: " + _ORDER: lambda: W_expected.T,
         "the product is in the wrong order: " + _ORDER: lambda: W1 @ W2,
-    })
+    }, "collapse_linear", earlier and earlier[0]))
     expect_tensor(b, b_expected, f"b returned by {call}", mistakes={
         "b1 also passes through the second layer: b = W2 @ b1 + b2.": lambda: b1 + b2,
         "b2 is missing: b = W2 @ b1 + b2.": lambda: W2 @ b1,
@@ -59,6 +70,7 @@ def _check_collapse(student, W1, b1, W2, b2):
     x = rand(9, W1.shape[1], seed=249, dtype=W1.dtype)
     expect_tensor(F.linear(x, W, b), F.linear(F.linear(x, W1, b1), W2, b2),
                   f"linear(x, W, b) with (W, b) from {call}")
+    return got
 
 
 @graded("collapse_linear", points=1, visible=True)
@@ -70,11 +82,13 @@ def test_collapse_linear_same_outputs(student):
 
 @graded("collapse_linear", points=1)
 def test_collapse_linear_shapes(student):
-    """other sizes: a wide hidden layer, a single hidden unit, square layers"""
-    for i, (n_in, hidden, out) in enumerate([(2, 9, 4), (6, 1, 3), (4, 4, 4)]):
+    """other sizes: a wide hidden layer, a single hidden unit, square layers (twice)"""
+    got = None
+    for i, (n_in, hidden, out) in enumerate([(2, 9, 4), (6, 1, 3), (4, 4, 4), (4, 4, 4)]):
         s = 250 + 10 * i
-        _check_collapse(student, rand(hidden, n_in, seed=s), rand(hidden, seed=s + 1),
-                        rand(out, hidden, seed=s + 2), rand(out, seed=s + 3))
+        got = _check_collapse(student, rand(hidden, n_in, seed=s), rand(hidden, seed=s + 1),
+                              rand(out, hidden, seed=s + 2), rand(out, seed=s + 3),
+                              earlier=got if i == 3 else None)
 
 
 @graded("collapse_linear", points=1)
@@ -97,10 +111,12 @@ def _relu_mistakes(z, expected):
     }
 
 
-def _check_relu(student, z):
+def _check_relu(student, z, earlier=None):
     expected = torch.relu(z)
-    expect_tensor(student.relu(z), expected, student.signature("relu", (z,)),
-                  mistakes=_relu_mistakes(z, expected))
+    got = student.relu(z)
+    expect_tensor(got, expected, student.signature("relu", (z,)),
+                  mistakes=_stale(_relu_mistakes(z, expected), "relu", earlier))
+    return got
 
 
 @graded("relu", points=1, visible=True)
@@ -112,10 +128,11 @@ def test_relu_small(student):
 
 @graded("relu", points=1)
 def test_relu_any_shape(student):
-    """1-D, 2-D and 3-D inputs with zeros keep their shape and match torch.relu"""
+    """1-D, 2-D, 3-D and empty inputs, with zeros, keep their shape and match torch.relu"""
     z = rand(2, 3, 4, seed=201, low=-3, high=3)
     z[0, 1] = 0.0
-    for t in (rand(7, seed=202), rand(5, 1, seed=203), z, torch.zeros(3)):
+    for t in (rand(7, seed=202), rand(5, 1, seed=203), z, torch.zeros(3), torch.zeros(0),
+              torch.zeros(3, 0)):
         _check_relu(student, t)
     # any shape of up to 3 dimensions (sizes 1 to 3) holding exact zeros, -0.0 and tiny values
     # (hypothesis, derandomized); no values near float32's largest: (z + |z|) / 2 is a correct
@@ -129,8 +146,9 @@ def test_relu_any_shape(student):
 
 @graded("relu", points=1, visible=True)
 def test_relu_float64(student):
-    """a float64 input gives a float64 result"""
-    _check_relu(student, rand(6, 5, seed=204, dtype=F64, low=-2, high=2))
+    """float64 inputs give a float64 result"""
+    first = _check_relu(student, rand(6, 5, seed=204, dtype=F64, low=-2, high=2))
+    _check_relu(student, rand(6, 5, seed=205, dtype=F64, low=-2, high=2), earlier=first)
 
 
 # -- relu_derivative ---------------------------------------------------------------------
@@ -150,11 +168,12 @@ def _relu_derivative_mistakes(z, expected):
     }
 
 
-def _check_relu_derivative(student, z):
+def _check_relu_derivative(student, z, earlier=None):
     expected = autograd_derivative(torch.relu, z)
-    expect_tensor(student.relu_derivative(z), expected,
-                  student.signature("relu_derivative", (z,)),
-                  mistakes=_relu_derivative_mistakes(z, expected))
+    got = student.relu_derivative(z)
+    expect_tensor(got, expected, student.signature("relu_derivative", (z,)),
+                  mistakes=_stale(_relu_derivative_mistakes(z, expected), "relu_derivative", earlier))
+    return got
 
 
 @graded("relu_derivative", points=1, visible=True)
@@ -176,15 +195,16 @@ def test_relu_derivative_at_zero(student):
 @graded("relu_derivative", points=1, visible=True)
 def test_relu_derivative_dtype(student):
     """returns a float tensor of the input's dtype (float32 or float64), never bool"""
-    _check_relu_derivative(student, away_from_zero(8, seed=212))
+    first = _check_relu_derivative(student, away_from_zero(8, seed=212))
+    _check_relu_derivative(student, away_from_zero(8, seed=217), earlier=first)
     _check_relu_derivative(student, away_from_zero(3, 5, seed=213, dtype=F64))
 
 
 @graded("relu_derivative", points=1)
 def test_relu_derivative_any_shape(student):
-    """1-D, 3-D and single-column inputs keep their shape"""
+    """1-D, 3-D, single-column and empty inputs keep their shape"""
     for z in (away_from_zero(1, seed=214), away_from_zero(2, 3, 4, seed=215),
-              away_from_zero(6, 1, seed=216, dtype=F64)):
+              away_from_zero(6, 1, seed=216, dtype=F64), torch.zeros(0), torch.zeros(2, 0, 3)):
         _check_relu_derivative(student, z)
 
 
@@ -200,10 +220,12 @@ def _sigmoid_mistakes(z, expected):
     }
 
 
-def _check_sigmoid(student, z):
+def _check_sigmoid(student, z, earlier=None):
     expected = torch.sigmoid(z)
-    expect_tensor(student.sigmoid(z), expected, student.signature("sigmoid", (z,)),
-                  mistakes=_sigmoid_mistakes(z, expected))
+    got = student.sigmoid(z)
+    expect_tensor(got, expected, student.signature("sigmoid", (z,)),
+                  mistakes=_stale(_sigmoid_mistakes(z, expected), "sigmoid", earlier))
+    return got
 
 
 @graded("sigmoid", points=1, visible=True)
@@ -214,9 +236,12 @@ def test_sigmoid_small(student):
 
 @graded("sigmoid", points=1, visible=True)
 def test_sigmoid_shapes_float64(student):
-    """2-D float32 and 3-D float64 inputs match torch.sigmoid"""
-    _check_sigmoid(student, rand(4, 7, seed=220, low=-6, high=6))
+    """2-D float32, 3-D float64 and empty inputs match torch.sigmoid"""
+    first = _check_sigmoid(student, rand(4, 7, seed=220, low=-6, high=6))
     _check_sigmoid(student, rand(2, 3, 2, seed=221, dtype=F64, low=-6, high=6))
+    _check_sigmoid(student, rand(4, 7, seed=222, low=-6, high=6), earlier=first)
+    _check_sigmoid(student, torch.zeros(0))
+    _check_sigmoid(student, torch.zeros(3, 0, dtype=F64))
 
 
 @graded("sigmoid", points=1, visible=True)
@@ -241,11 +266,13 @@ def _sigmoid_derivative_mistakes(z, expected):
     }
 
 
-def _check_sigmoid_derivative(student, z):
+def _check_sigmoid_derivative(student, z, earlier=None):
     expected = autograd_derivative(torch.sigmoid, z)
-    expect_tensor(student.sigmoid_derivative(z), expected,
-                  student.signature("sigmoid_derivative", (z,)),
-                  mistakes=_sigmoid_derivative_mistakes(z, expected))
+    got = student.sigmoid_derivative(z)
+    expect_tensor(got, expected, student.signature("sigmoid_derivative", (z,)),
+                  mistakes=_stale(_sigmoid_derivative_mistakes(z, expected), "sigmoid_derivative",
+                                  earlier))
+    return got
 
 
 @graded("sigmoid_derivative", points=1, visible=True)
@@ -256,9 +283,12 @@ def test_sigmoid_derivative_small(student):
 
 @graded("sigmoid_derivative", points=1, visible=True)
 def test_sigmoid_derivative_shapes_float64(student):
-    """2-D float32 and 3-D float64 inputs match autograd"""
-    _check_sigmoid_derivative(student, rand(5, 3, seed=230, low=-6, high=6))
+    """2-D float32, 3-D float64 and empty inputs match autograd"""
+    first = _check_sigmoid_derivative(student, rand(5, 3, seed=230, low=-6, high=6))
     _check_sigmoid_derivative(student, rand(3, 2, 4, seed=231, dtype=F64, low=-6, high=6))
+    _check_sigmoid_derivative(student, rand(5, 3, seed=232, low=-6, high=6), earlier=first)
+    _check_sigmoid_derivative(student, torch.zeros(0))
+    _check_sigmoid_derivative(student, torch.zeros(0, 2, dtype=F64))
 
 
 @graded("sigmoid_derivative", points=1)

@@ -23,6 +23,17 @@ UPSTREAM = ("the upstream gradient grad_out (= dL/dy, the gradient of the loss w
 SIGN = "the sign is flipped: gradients point uphill; the minus belongs to the update step."
 
 
+STALE = ("{} returned the same result for new values of the same shape: does it keep results from "
+         "an earlier call? Compute the result from the inputs every time.")
+
+
+def _stale(mistakes, name, earlier):
+    """Add the hint for a result kept from an earlier call (`earlier`: what it returned)."""
+    if earlier is not None:
+        mistakes[STALE.format(name)] = lambda: earlier
+    return mistakes
+
+
 def _leaves(*tensors):
     return [t.detach().clone().requires_grad_(True) for t in tensors]
 
@@ -37,11 +48,12 @@ def _expect_sequence(got, length, call, spelling):
 
 # -- mse_loss ----------------------------------------------------------------------------
 
-def _check_mse_loss(student, y_hat, y):
+def _check_mse_loss(student, y_hat, y, earlier=None):
     expected = F.mse_loss(y_hat, y)
     d = y_hat - y
-    expect_tensor(student.mse_loss(y_hat, y), expected, student.signature("mse_loss", (y_hat, y)),
-                  mistakes={
+    got = student.mse_loss(y_hat, y)
+    expect_tensor(got, expected, student.signature("mse_loss", (y_hat, y)),
+                  mistakes=_stale({
                       "take the mean over all entries (divide by y_hat.numel()), not the sum.":
                           lambda: (d ** 2).sum(),
                       "divide by y_hat.numel() = N * out, the number of entries, not by the "
@@ -55,7 +67,8 @@ def _check_mse_loss(student, y_hat, y):
                       "keepdim.": lambda: expected.reshape(1),
                       "new tensors default to float32: keep the inputs' dtype.":
                           lambda: expected.float(),
-                  })
+                  }, "mse_loss", earlier))
+    return got
 
 
 @graded("mse_loss", points=1, visible=True)
@@ -68,7 +81,8 @@ def test_mse_loss_vector(student):
 @graded("mse_loss", points=1, visible=True)
 def test_mse_loss_batch(student):
     """a (N, out) batch averages over all N * out entries, as a 0-dim tensor"""
-    _check_mse_loss(student, rand(4, 3, seed=300), rand(4, 3, seed=301))
+    first = _check_mse_loss(student, rand(4, 3, seed=300), rand(4, 3, seed=301))
+    _check_mse_loss(student, rand(4, 3, seed=308), rand(4, 3, seed=309), earlier=first)
     _check_mse_loss(student, rand(2, 5, seed=302, low=-3, high=3), rand(2, 5, seed=303))
 
 
@@ -81,13 +95,14 @@ def test_mse_loss_float64(student):
 
 # -- mse_loss_grad -----------------------------------------------------------------------
 
-def _check_mse_loss_grad(student, y_hat, y):
+def _check_mse_loss_grad(student, y_hat, y, earlier=None):
     (leaf,) = _leaves(y_hat)
     F.mse_loss(leaf, y).backward()
     expected = leaf.grad
     d = y_hat - y
-    expect_tensor(student.mse_loss_grad(y_hat, y), expected,
-                  student.signature("mse_loss_grad", (y_hat, y)), mistakes={
+    got = student.mse_loss_grad(y_hat, y)
+    expect_tensor(got, expected,
+                  student.signature("mse_loss_grad", (y_hat, y)), mistakes=_stale({
                       "divide by y_hat.numel() = N * out (the loss averages over every entry), "
                       "not by the batch size N.": lambda: 2 * d / d.shape[0],
                       "the factor 2 is missing: d/dŷ (ŷ - y)² = 2 (ŷ - y).":
@@ -97,7 +112,8 @@ def _check_mse_loss_grad(student, y_hat, y):
                       "divide by y_hat.numel(): the loss is a mean, not a sum.": lambda: 2 * d,
                       "new tensors default to float32: keep the inputs' dtype.":
                           lambda: expected.float(),
-                  })
+                  }, "mse_loss_grad", earlier))
+    return got
 
 
 @graded("mse_loss_grad", points=1, visible=True)
@@ -110,7 +126,8 @@ def test_mse_loss_grad_vector(student):
 @graded("mse_loss_grad", points=1, visible=True)
 def test_mse_loss_grad_batch(student):
     """a (N, out) batch divides by N * out (numel), not by the batch size"""
-    _check_mse_loss_grad(student, rand(4, 3, seed=310), rand(4, 3, seed=311))
+    first = _check_mse_loss_grad(student, rand(4, 3, seed=310), rand(4, 3, seed=311))
+    _check_mse_loss_grad(student, rand(4, 3, seed=318), rand(4, 3, seed=319), earlier=first)
     _check_mse_loss_grad(student, rand(6, 1, seed=312), rand(6, 1, seed=313))
 
 
@@ -124,20 +141,22 @@ def test_mse_loss_grad_float64(student):
 
 # -- linear_backward ---------------------------------------------------------------------
 
-def _check_linear_backward(student, grad_out, x, W, b):
+def _check_linear_backward(student, grad_out, x, W, b, earlier=None):
     lx, lW, lb = _leaves(x, W, b)
     F.linear(lx, lW, lb).backward(grad_out)
     gx, gW, gb = lx.grad, lW.grad, lb.grad
     args = (grad_out, x, W)
     call = student.signature("linear_backward", args)
-    got = student.result("linear_backward", student.call("linear_backward", *args), args)
+    got = student.result("linear_backward", student.call("linear_backward", *args), args,
+                         hint="" if len(x) else "an empty batch (N = 0): grad_x is (0, in), grad_W "
+                         "and grad_b are zeros (empty sums).")
     _expect_sequence(got, 3, call, "grad_x, grad_W, grad_b")
     ones = torch.ones_like(grad_out)
-    expect_tensor(got[0], gx, f"grad_x from {call}", mistakes={
+    expect_tensor(got[0], gx, f"grad_x from {call}", mistakes=_stale({
         "grad_x = grad_out @ W (W is (out, in)), not grad_out @ W.T.": lambda: grad_out @ W.T,
         UPSTREAM: lambda: ones @ W,
         SIGN: lambda: -gx,
-    })
+    }, "linear_backward", earlier and earlier[0]))
     expect_tensor(got[1], gW, f"grad_W from {call}", mistakes={
         "grad_W is transposed: it has W's shape (out, in), so grad_W = grad_out.T @ x, "
         "not x.T @ grad_out.": lambda: x.T @ grad_out,
@@ -155,6 +174,7 @@ def _check_linear_backward(student, grad_out, x, W, b):
         UPSTREAM: lambda: ones.sum(dim=0),
         SIGN: lambda: -gb,
     })
+    return got
 
 
 @graded("linear_backward", points=1, visible=True)
@@ -183,26 +203,33 @@ def test_linear_backward_square(student):
 @graded("linear_backward", points=1)
 def test_linear_backward_float64(student):
     """float64 inputs give float64 gradients"""
-    _check_linear_backward(student, rand(8, 2, seed=350, dtype=F64), rand(8, 3, seed=351, dtype=F64),
-                           rand(2, 3, seed=352, dtype=F64), rand(2, seed=353, dtype=F64))
+    first = _check_linear_backward(student, rand(8, 2, seed=350, dtype=F64),
+                                   rand(8, 3, seed=351, dtype=F64), rand(2, 3, seed=352, dtype=F64),
+                                   rand(2, seed=353, dtype=F64))
+    _check_linear_backward(student, rand(8, 2, seed=354, dtype=F64), rand(8, 3, seed=355, dtype=F64),
+                           rand(2, 3, seed=356, dtype=F64), rand(2, seed=357, dtype=F64),
+                           earlier=first)
 
 
 @graded("linear_backward", points=1)
 def test_linear_backward_one_sample(student):
-    """a batch of one sample with one input feature"""
+    """a batch of one sample with one input feature, and an empty batch (N = 0)"""
     _check_linear_backward(student, rand(1, 3, seed=360), rand(1, 1, seed=361),
                            rand(3, 1, seed=362), rand(3, seed=363))
+    _check_linear_backward(student, rand(0, 3, seed=364), rand(0, 2, seed=365),
+                           rand(3, 2, seed=366), rand(3, seed=367))
 
 
 # -- relu_backward -----------------------------------------------------------------------
 
-def _check_relu_backward(student, grad_out, z):
+def _check_relu_backward(student, grad_out, z, earlier=None):
     (leaf,) = _leaves(z)
     torch.relu(leaf).backward(grad_out)
     expected = leaf.grad
     mask = (z > 0).to(z.dtype)
-    expect_tensor(student.relu_backward(grad_out, z), expected,
-                  student.signature("relu_backward", (grad_out, z)), mistakes={
+    got = student.relu_backward(grad_out, z)
+    expect_tensor(got, expected,
+                  student.signature("relu_backward", (grad_out, z)), mistakes=_stale({
                       "`.float()` always gives float32: use `.to(grad_out.dtype)` to keep the "
                       "dtype.": lambda: expected.float(),
                       "at z == 0 the gradient must be 0, as torch.relu's backward gives: mask "
@@ -217,7 +244,8 @@ def _check_relu_backward(student, grad_out, z):
                       "multiply grad_out by relu'(z) (0 or 1), not by relu(z).":
                           lambda: grad_out * z.clamp(min=0),
                       SIGN: lambda: -expected,
-                  })
+                  }, "relu_backward", earlier))
+    return got
 
 
 @graded("relu_backward", points=1, visible=True)
@@ -245,9 +273,11 @@ def test_relu_backward_float64(student):
 
 @graded("relu_backward", points=1)
 def test_relu_backward_any_shape(student):
-    """1-D and 3-D inputs keep their shape"""
-    _check_relu_backward(student, rand(9, seed=376), away_from_zero(9, seed=377))
+    """1-D, 3-D and empty inputs keep their shape"""
+    first = _check_relu_backward(student, rand(9, seed=376), away_from_zero(9, seed=377))
     _check_relu_backward(student, rand(2, 3, 4, seed=378), away_from_zero(2, 3, 4, seed=379))
+    _check_relu_backward(student, rand(9, seed=368), away_from_zero(9, seed=369), earlier=first)
+    _check_relu_backward(student, torch.zeros(0, 3), torch.zeros(0, 3))
 
 
 # -- mlp_backward ------------------------------------------------------------------------
@@ -293,7 +323,7 @@ def _mlp_mistakes(x, y, params, expected, key):
     return mistakes
 
 
-def _check_mlp(student, x, y, params):
+def _check_mlp(student, x, y, params, earlier=None):
     expected = _mlp_grads(x, y, params)
     args = (x, y, *(params[k] for k in KEYS))
     call = student.signature("mlp_backward", args)
@@ -304,7 +334,9 @@ def _check_mlp(student, x, y, params):
              "`return {\"W1\": ..., \"b1\": ..., \"W2\": ..., \"b2\": ...}`.")
     for key in KEYS:
         expect_tensor(got[key], expected[key], f'{call}["{key}"]',
-                      mistakes=_mlp_mistakes(x, y, params, expected, key))
+                      mistakes=_stale(_mlp_mistakes(x, y, params, expected, key), "mlp_backward",
+                                      earlier and earlier[key]))
+    return got
 
 
 def _params(n_in, hidden, out, seed, dtype=F32):
@@ -314,8 +346,10 @@ def _params(n_in, hidden, out, seed, dtype=F32):
 
 @graded("mlp_backward", points=1, visible=True)
 def test_mlp_backward_small(student):
-    """a 3 -> 6 -> 2 network on a batch of 8 matches loss.backward()"""
-    _check_mlp(student, rand(8, 3, seed=380), rand(8, 2, seed=381), _params(3, 6, 2, seed=382))
+    """a 3 -> 6 -> 2 network on a batch of 8 matches loss.backward() (twice, new values)"""
+    first = _check_mlp(student, rand(8, 3, seed=380), rand(8, 2, seed=381), _params(3, 6, 2, seed=382))
+    _check_mlp(student, rand(8, 3, seed=386), rand(8, 2, seed=387), _params(3, 6, 2, seed=388),
+               earlier=first)
 
 
 @graded("mlp_backward", points=1)
