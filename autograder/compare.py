@@ -76,6 +76,18 @@ def expect_tensor(got, expected: torch.Tensor, what: str, *,
          f"got {got[index].item():.6g}; tolerance rtol={rtol:g}, atol={atol:g}).{hint}")
 
 
+STALE = ("{} returned the same result for new values of the same shape: does it keep results from "
+         "an earlier call? Compute the result from the inputs every time.")
+
+
+def stale(mistakes: dict, name: str, earlier) -> dict:
+    """`mistakes` with the hint for a result kept from an earlier call, when there was one
+    (`earlier`: what `name` returned for other values of the same shapes)."""
+    if earlier is not None:
+        mistakes[STALE.format(name)] = lambda: earlier
+    return mistakes
+
+
 def _diagnose(got: torch.Tensor, expected: torch.Tensor, mistakes) -> str:
     for hint, wrong in (mistakes or {}).items():
         try:

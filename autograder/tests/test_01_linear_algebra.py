@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from autograder.compare import expect_tensor
+from autograder.compare import expect_tensor, stale
 from autograder.notebook import stand_ins
 from autograder.tests.data import rand, sweep
 
@@ -36,10 +36,6 @@ def test_matmul_small(student):
     expect_tensor(student.matmul(A, B), A @ B, "matmul(A, B)", mistakes=_matmul_mistakes(A, B))
 
 
-STALE = ("{} returned the same result for new values of the same shape: does it keep results from "
-         "an earlier call? Compute the result from the inputs every time.")
-
-
 def _check_matmul(student, n, k, m, dtype=F32, seed=0, earlier=None):
     """`earlier`: what an earlier call with other values of the same shapes returned."""
     A = rand(n, k, seed=seed + n * 100 + k, dtype=dtype)
@@ -47,9 +43,7 @@ def _check_matmul(student, n, k, m, dtype=F32, seed=0, earlier=None):
     hint = (f"A is {n}x{k} and B is {k}x{m}: the product has shape ({n}, {m})"
             + (", all zeros (every entry is an empty sum)." if k == 0 else ".") if 0 in (n, k, m) else "")
     got = student.result("matmul", student.call("matmul", A, B), (A, B), hint=hint)
-    mistakes = _matmul_mistakes(A, B)
-    if earlier is not None:
-        mistakes[STALE.format("matmul")] = lambda: earlier
+    mistakes = stale(_matmul_mistakes(A, B), "matmul", earlier)
     expect_tensor(got, A @ B, f"matmul(A, B) with A {n}x{k}, B {k}x{m}", mistakes=mistakes)
     return got
 
@@ -129,9 +123,7 @@ def _check_linear(student, x, W, b, earlier=None):
                          hint="b may be None (a layer without bias)." if b is None else
                          "x may be 1-D (a single sample)." if x.dim() == 1 else
                          "an empty batch (0, in) gives an empty output (0, out)." if not len(x) else "")
-    mistakes = _linear_mistakes(x, W, b)
-    if earlier is not None:
-        mistakes[STALE.format("linear_forward")] = lambda: earlier
+    mistakes = stale(_linear_mistakes(x, W, b), "linear_forward", earlier)
     expect_tensor(got, expected, student.signature("linear_forward", (x, W, b)), mistakes=mistakes)
     return got
 

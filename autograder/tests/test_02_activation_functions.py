@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from autograder.compare import expect_tensor, fail
+from autograder.compare import expect_tensor, fail, stale
 from autograder.notebook import stand_ins
 from autograder.tests.data import away_from_zero, rand, sweep
 
@@ -19,17 +19,6 @@ F32, F64 = torch.float32, torch.float64
 # sigmoid_derivative is graded with this sigmoid standing in for the learner's, so that
 # a broken (or banned) sigmoid costs only sigmoid's points.
 REFERENCES = stand_ins(ASSIGNMENT)  # PyTorch-built: they spell out no answer
-
-
-STALE = ("{} returned the same result for new values of the same shape: does it keep results from "
-         "an earlier call? Compute the result from the inputs every time.")
-
-
-def _stale(mistakes, name, earlier):
-    """Add the hint for a result kept from an earlier call (`earlier`: what it returned)."""
-    if earlier is not None:
-        mistakes[STALE.format(name)] = lambda: earlier
-    return mistakes
 
 
 def autograd_derivative(f, z):
@@ -56,7 +45,7 @@ def _check_collapse(student, W1, b1, W2, b2, earlier=None):
         fail(f"{call} returned {kind}; expected a pair (W, b), as in `return W, b`.")
     W, b = got
     W_expected, b_expected = W2 @ W1, W2 @ b1 + b2
-    expect_tensor(W, W_expected, f"W returned by {call}", mistakes=_stale({
+    expect_tensor(W, W_expected, f"W returned by {call}", mistakes=stale({
         "W is transposed: " + _ORDER: lambda: W_expected.T,
         "the product is in the wrong order: " + _ORDER: lambda: W1 @ W2,
     }, "collapse_linear", earlier and earlier[0]))
@@ -115,7 +104,7 @@ def _check_relu(student, z, earlier=None):
     expected = torch.relu(z)
     got = student.relu(z)
     expect_tensor(got, expected, student.signature("relu", (z,)),
-                  mistakes=_stale(_relu_mistakes(z, expected), "relu", earlier))
+                  mistakes=stale(_relu_mistakes(z, expected), "relu", earlier))
     return got
 
 
@@ -172,7 +161,7 @@ def _check_relu_derivative(student, z, earlier=None):
     expected = autograd_derivative(torch.relu, z)
     got = student.relu_derivative(z)
     expect_tensor(got, expected, student.signature("relu_derivative", (z,)),
-                  mistakes=_stale(_relu_derivative_mistakes(z, expected), "relu_derivative", earlier))
+                  mistakes=stale(_relu_derivative_mistakes(z, expected), "relu_derivative", earlier))
     return got
 
 
@@ -224,7 +213,7 @@ def _check_sigmoid(student, z, earlier=None):
     expected = torch.sigmoid(z)
     got = student.sigmoid(z)
     expect_tensor(got, expected, student.signature("sigmoid", (z,)),
-                  mistakes=_stale(_sigmoid_mistakes(z, expected), "sigmoid", earlier))
+                  mistakes=stale(_sigmoid_mistakes(z, expected), "sigmoid", earlier))
     return got
 
 
@@ -270,7 +259,7 @@ def _check_sigmoid_derivative(student, z, earlier=None):
     expected = autograd_derivative(torch.sigmoid, z)
     got = student.sigmoid_derivative(z)
     expect_tensor(got, expected, student.signature("sigmoid_derivative", (z,)),
-                  mistakes=_stale(_sigmoid_derivative_mistakes(z, expected), "sigmoid_derivative",
+                  mistakes=stale(_sigmoid_derivative_mistakes(z, expected), "sigmoid_derivative",
                                   earlier))
     return got
 

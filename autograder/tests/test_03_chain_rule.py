@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.compare import expect_tensor, fail
+from autograder.compare import expect_tensor, fail, stale
 from autograder.notebook import stand_ins
 from autograder.tests.data import away_from_zero, rand
 
@@ -21,17 +21,6 @@ UPSTREAM = ("the upstream gradient grad_out (= dL/dy, the gradient of the loss w
             "this layer's output y) was ignored: you computed the gradient of y.sum(). "
             "Multiply by grad_out.")
 SIGN = "the sign is flipped: gradients point uphill; the minus belongs to the update step."
-
-
-STALE = ("{} returned the same result for new values of the same shape: does it keep results from "
-         "an earlier call? Compute the result from the inputs every time.")
-
-
-def _stale(mistakes, name, earlier):
-    """Add the hint for a result kept from an earlier call (`earlier`: what it returned)."""
-    if earlier is not None:
-        mistakes[STALE.format(name)] = lambda: earlier
-    return mistakes
 
 
 def _leaves(*tensors):
@@ -53,7 +42,7 @@ def _check_mse_loss(student, y_hat, y, earlier=None):
     d = y_hat - y
     got = student.mse_loss(y_hat, y)
     expect_tensor(got, expected, student.signature("mse_loss", (y_hat, y)),
-                  mistakes=_stale({
+                  mistakes=stale({
                       "take the mean over all entries (divide by y_hat.numel()), not the sum.":
                           lambda: (d ** 2).sum(),
                       "divide by y_hat.numel() = N * out, the number of entries, not by the "
@@ -102,7 +91,7 @@ def _check_mse_loss_grad(student, y_hat, y, earlier=None):
     d = y_hat - y
     got = student.mse_loss_grad(y_hat, y)
     expect_tensor(got, expected,
-                  student.signature("mse_loss_grad", (y_hat, y)), mistakes=_stale({
+                  student.signature("mse_loss_grad", (y_hat, y)), mistakes=stale({
                       "divide by y_hat.numel() = N * out (the loss averages over every entry), "
                       "not by the batch size N.": lambda: 2 * d / d.shape[0],
                       "the factor 2 is missing: d/dŷ (ŷ - y)² = 2 (ŷ - y).":
@@ -152,7 +141,7 @@ def _check_linear_backward(student, grad_out, x, W, b, earlier=None):
                          "and grad_b are zeros (empty sums).")
     _expect_sequence(got, 3, call, "grad_x, grad_W, grad_b")
     ones = torch.ones_like(grad_out)
-    expect_tensor(got[0], gx, f"grad_x from {call}", mistakes=_stale({
+    expect_tensor(got[0], gx, f"grad_x from {call}", mistakes=stale({
         "grad_x = grad_out @ W (W is (out, in)), not grad_out @ W.T.": lambda: grad_out @ W.T,
         UPSTREAM: lambda: ones @ W,
         SIGN: lambda: -gx,
@@ -229,7 +218,7 @@ def _check_relu_backward(student, grad_out, z, earlier=None):
     mask = (z > 0).to(z.dtype)
     got = student.relu_backward(grad_out, z)
     expect_tensor(got, expected,
-                  student.signature("relu_backward", (grad_out, z)), mistakes=_stale({
+                  student.signature("relu_backward", (grad_out, z)), mistakes=stale({
                       "`.float()` always gives float32: use `.to(grad_out.dtype)` to keep the "
                       "dtype.": lambda: expected.float(),
                       "at z == 0 the gradient must be 0, as torch.relu's backward gives: mask "
@@ -334,7 +323,7 @@ def _check_mlp(student, x, y, params, earlier=None):
              "`return {\"W1\": ..., \"b1\": ..., \"W2\": ..., \"b2\": ...}`.")
     for key in KEYS:
         expect_tensor(got[key], expected[key], f'{call}["{key}"]',
-                      mistakes=_stale(_mlp_mistakes(x, y, params, expected, key), "mlp_backward",
+                      mistakes=stale(_mlp_mistakes(x, y, params, expected, key), "mlp_backward",
                                       earlier and earlier[key]))
     return got
 
