@@ -84,7 +84,9 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
     ),
     Assignment(
         "06_putting_it_together", "putting_it_together.ipynb", ("train_mlp", "layer_grad_norms"),
-        banned={"train_mlp": AUTOGRAD},
+        banned={"train_mlp": AUTOGRAD | {"optimizer_step"}},
+        banned_reason={"train_mlp": "compute the gradients by the chain rule and update the "
+                                    "parameters yourself (p - lr * grad_p), with no optimizer"},
     ),
     Assignment(
         "07_custom_autograd", "custom_autograd.ipynb",

@@ -125,10 +125,9 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "for every other value it is the `weight_decay != 0` mutant above",
     ("sgd_momentum_update", "`buf = g.clone()` -> `buf = g.detach()`"):
         "the first buffer shares memory with grad but has its values, and no input changes; "
-        "only a caller changing grad in place afterwards could tell, which the pure interface "
-        "(values in, values out) leaves out",
-    ("sgd_momentum_update", "`buf = g.clone()` -> `buf = g`"):
-        "as `g.detach()`: the first buffer is the grad tensor itself, equal in value",
+        "only a caller changing grad in place afterwards could tell (the hidden tests catch "
+        "`buf = g`, the grad tensor itself, by identity; a new tensor sharing its memory crosses "
+        "the wire as a copy)",
     # 06
     ("train_mlp", "`W1, b1, W2, b2 = (params[k].clone() for k in ('W1', 'b1', 'W2', 'b2'))` -> "
                   "`W1, b1, W2, b2 = (params[k].detach() for k in ('W1', 'b1', 'W2', 'b2'))`"): _NEW,
@@ -149,9 +148,6 @@ EQUIVALENT: dict[tuple[str, str], str] = {
         "zeros plus the new gradient is the new gradient",
     ("layer_grad_norms", "`F.mse_loss(model(x), y).backward()` -> `F.mse_loss(y, model(x)).backward()`"):
         _SQUARE,
-    ("layer_grad_norms", "`return [m.weight.grad.norm().item() for m in model if isinstance(m, nn.Linear)]` "
-                         "-> `return [m.weight.grad.norm() for m in model if isinstance(m, nn.Linear)]`"):
-        "0-dim tensors with the same values: the contract asks for the norms, not for floats",
     # 07
     ("LinearFunction", "added `ctx.save_for_backward(x, W)`"):
         "done twice: the second call saves the same tensors again",

@@ -38,10 +38,15 @@ def _linear(n_in, n_out, seed, dtype=torch.float32):
     return layer
 
 
-def mlp_model(seed, n_in, n_hidden, n_out, dtype=torch.float32):
+def mlp_model(seed, n_in, n_hidden, n_out, dtype=torch.float32, stale=False):
     model = torch.nn.Sequential(_linear(n_in, n_hidden, seed, dtype), torch.nn.ReLU(),
                                 _linear(n_hidden, n_out, seed + 2, dtype))
-    NAMED["model"] = model
+    if stale:   # .grad already holds an earlier gradient, as in a training loop
+        for i, p in enumerate(model.parameters()):
+            p.grad = _values(seed + 20 + i, *p.shape, dtype=dtype)
+    relu_runs = []   # how many forward passes went through the ReLU (reported back after a call)
+    model[1].register_forward_hook(lambda module, inputs, output: relu_runs.append(1))
+    NAMED["model"], NAMED["relu_runs"] = model, relu_runs
     return model
 
 
@@ -187,6 +192,15 @@ def bfs(t):
     return out
 
 
+def first_child_chain(t):
+    """A walk that follows only next_functions[0] of each node, as a chain (a common mistake)."""
+    out, node = [], t.grad_fn
+    while node is not None:
+        out.append(node)
+        node = node.next_functions[0][0] if node.next_functions else None
+    return out
+
+
 def stack_marked_on_push(t):
     """An iterative walk that marks nodes seen when pushed (not pre-order)."""
     if t.grad_fn is None:
@@ -230,6 +244,8 @@ def walk_mistakes(t):
         "the walk marks nodes as seen when it puts them on the stack; mark them when it visits "
         "them, or use a recursive visit(node).": stack_marked_on_push(t),
         "t.grad_fn itself is missing: the list starts with the root node.": dfs(t, skip_root=True),
+        "the walk follows only the first child of each node (next_functions[0]); visit every "
+        "child, in order: `for child, _ in node.next_functions:`.": first_child_chain(t),
     }
 
 
@@ -288,6 +304,9 @@ def check_graph_nodes(student, name: str, *args, about: str = ""):
     if not hint and got == _dedup(names(dfs(t, once=False))):
         hint = ("\nHint: nodes that are different but share a name were merged: keep the nodes "
                 "themselves in your `seen` set, not their names.")
+    if not hint and "NoneType" in got and "NoneType" not in expected:
+        hint = ("\nHint: your list holds 'NoneType', the type of None, which is not a node: skip "
+                "None (next_functions holds None for inputs that need no gradient).")
     first = next((i for i, (g, e) in enumerate(zip(got, expected)) if g != e),
                  min(len(got), len(expected)))
     fail(f"{what} returned {len(got)} names, {_show(got)}; expected {len(expected)}, "
@@ -436,9 +455,9 @@ def test_leaf_tensors_order(student):
 # ---------------------------------------------------------------------------
 # hidden_grad
 
-def reference_hidden_grad(seed, sizes, x, y, dtype):
+def reference_hidden_grad(seed, sizes, x, y, dtype, stale=False):
     """(dL/dh, dL/dz, {parameter name: its .grad}) for a fresh copy of the recipe's model."""
-    model, _ = build("mlp_model", seed, *sizes, dtype)
+    model, _ = build("mlp_model", seed, *sizes, dtype, stale)
     z = model[0](x)
     z.retain_grad()
     h = model[1](z)
@@ -451,12 +470,16 @@ def reference_hidden_grad(seed, sizes, x, y, dtype):
 NO_RETAIN = ("return h.grad, and call h.retain_grad() before L.backward() (or register a hook on "
              "h): h is not a leaf, so without it backward() does not keep its gradient and h.grad "
              "stays None.")
+SECOND_FORWARD = ("compute L from your h: L = F.mse_loss(model[2](h), y). Your function ran the "
+                  "network forward more than once: a second forward pass (model(x)) makes a new h, "
+                  "and backward() from that loss never reaches the h whose gradient you kept, so "
+                  "its .grad stays None.")
 NO_BACKWARD = ("L.backward() was not called: every parameter's .grad is still None. Compute L = "
                "F.mse_loss(model[2](h), y), call L.backward(), then return h.grad.")
 
 
-def call_hidden_grad(student, seed, sizes, x, y, dtype=F32):
-    model_arg = recipe("mlp_model", seed, *sizes, dtype, label=f"nn.Sequential(Linear({sizes[0]}, "
+def call_hidden_grad(student, seed, sizes, x, y, dtype=F32, stale=False):
+    model_arg = recipe("mlp_model", seed, *sizes, dtype, stale, label=f"nn.Sequential(Linear({sizes[0]}, "
                        f"{sizes[1]}), ReLU(), Linear({sizes[1]}, {sizes[2]}))")
     reply = student.call("hidden_grad", model_arg, x, y)
     hint = ""
@@ -473,7 +496,10 @@ def check_hidden_grad(student, seed, sizes, x, y, dtype=F32, about=""):
     if got is None:
         params = [p for p in (reply.named_after or {}).values() if isinstance(p, torch.Tensor)]
         untouched = bool(params) and all(p.info.grad is None for p in params)
-        fail(f"{what} returned None.\nHint: {NO_BACKWARD if untouched else NO_RETAIN}")
+        runs = (reply.named_after or {}).get("relu_runs")
+        again = isinstance(runs, list) and len(runs) > 1
+        fail(f"{what} returned None.\nHint: "
+             f"{NO_BACKWARD if untouched else SECOND_FORWARD if again else NO_RETAIN}")
     with torch.no_grad():
         y_hat = model(x)
     mistakes = {
@@ -540,3 +566,30 @@ def test_hidden_grad_single_sample(student):
     """a single 1-D sample x of shape (in,)"""
     sizes, x, y = (3, 4, 2), rand(3, seed=80), rand(2, seed=81)
     check_hidden_grad(student, 80, sizes, x, y, about="a single sample x of shape (3,)")
+
+
+@graded("hidden_grad", points=1, visible=True)
+def test_hidden_grad_adds_to_existing_grads(student):
+    """a model whose .grad already holds a gradient: L.backward() adds to it, nothing clears it"""
+    sizes, x, y = (3, 4, 2), rand(5, 3, seed=90), rand(5, 2, seed=91)
+    model, _ = build("mlp_model", 90, *sizes, F32, True)
+    earlier = {f"model.{n}": p.grad.clone() for n, p in model.named_parameters()}
+    _, _, added, _ = reference_hidden_grad(90, sizes, x, y, F32, stale=True)
+    _, _, alone, _ = reference_hidden_grad(90, sizes, x, y, F32)
+    reply, _ = call_hidden_grad(student, 90, sizes, x, y, stale=True)
+    for name, grad in added.items():
+        param = reply.named_after[name]
+        what = f"{name}.grad after hidden_grad(model, x, y), when it already held a gradient"
+        if param.info.grad is None:
+            fail(f"{what} is None, but L.backward() adds its gradient to what .grad holds. Do not "
+                 "clear the gradients (model.zero_grad(), p.grad = None), before or after.")
+        expect_tensor(param.info.grad, grad, what, mistakes={
+            "do not clear the gradients: .grad holds only this call's gradient, so the one it "
+            "already held was thrown away (model.zero_grad() or p.grad = None). L.backward() adds "
+            "to .grad, and hidden_grad must leave .grad as L.backward() would; clearing it is the "
+            "training loop's job.": lambda name=name: alone[name],
+            "this is twice what one L.backward() adds: call L.backward() once.":
+                lambda name=name: earlier[name] + 2 * alone[name],
+            ".grad still holds only the earlier gradient: call L.backward() on the loss.":
+                lambda name=name: earlier[name],
+        })

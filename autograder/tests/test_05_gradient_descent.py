@@ -10,10 +10,10 @@ tensor object that was passed in.
 import pytest
 import torch
 
-from autograder.compare import expect_tensor, fail
+from autograder.compare import _close, expect_tensor, fail
 from autograder.tests.data import rand
 from autograder.tests.optim import SGD
-from autograder.jail.wire import Unsupported
+from autograder.jail.wire import Recipe, Unsupported
 
 ASSIGNMENT = "05_gradient_descent"
 graded = pytest.mark.graded
@@ -69,26 +69,58 @@ def call_sgd_step(student, params, lr):
     return reply, after
 
 
+def step_mistakes(params, lr, expected) -> dict[str, list[torch.Tensor]]:
+    """hint -> the whole list of parameters that mistake leaves (a hint is given only when every
+    parameter is that mistake's value: one unchanged tensor alone says nothing about why)."""
+    before = [p.detach() for p in params]
+    moved = [i for i, p in enumerate(params) if p.grad is not None]
+    out = {
+        "the parameters did not change. `p = p - lr * p.grad` builds a new tensor and only "
+        "points the local name p at it; change the tensor itself, in place: `p -= lr * "
+        "p.grad` inside `with torch.no_grad():`.": before,
+        "sign error: step against the gradient, p - lr * p.grad (with + the loss goes up).":
+            [b + lr * p.grad if p.grad is not None else b for b, p in zip(before, params)],
+        "the learning rate is missing: p - lr * p.grad.":
+            [b - p.grad if p.grad is not None else b for b, p in zip(before, params)],
+    }
+    none_at = next((i for i, p in enumerate(params) if p.grad is None), None)
+    if none_at is not None and any(i > none_at for i in moved):
+        out["the loop stopped at the first tensor whose .grad is None (`break`, or a `return`): "
+            "skip that tensor with `continue` and go on with the rest, as torch.optim.SGD "
+            "does."] = expected[:none_at] + before[none_at:]
+    if len(moved) > 1 and moved[0] == 0:
+        out["only the first parameter was updated: a `return` (or `break`) inside the loop ends "
+            "it after params[0]. Update every tensor in the list; return after the loop."] = \
+            expected[:1] + before[1:]
+        out["params[0] was not updated while the others were: loop over every tensor in the list "
+            "(`for p in params:`; range(len(params)) starts at 0)."] = before[:1] + expected[1:]
+    return out
+
+
+def step_hint(after, expected, mistakes) -> dict[str, list[torch.Tensor]]:
+    """The mistakes whose whole list the learner's parameters are: one, or all of several."""
+    def same(values):
+        return all(isinstance(g, torch.Tensor) and _close(g.to(v.dtype), v)
+                   for g, v in zip(after, values))
+    matches = [h for h, values in mistakes.items() if same(values) and not all(
+        _close(v, e) for v, e in zip(values, expected))]
+    if len(matches) > 1:
+        return {"on these parameters more than one mistake gives this result: " + " Or: ".join(
+            f"({i}) {h}" for i, h in enumerate(matches, 1)): mistakes[matches[0]]}
+    return {h: mistakes[h] for h in matches}
+
+
 def check_values(student, params, lr, what):
     expected = torch_sgd(params, lr)
     _, after = call_sgd_step(student, params, lr)
-    for i, (p, got, want) in enumerate(zip(params, after, expected)):
-        before, grad = p.detach(), p.grad
-        mistakes = {
-            "the parameters did not change. `p = p - lr * p.grad` builds a new tensor and only "
-            "points the local name p at it; change the tensor itself, in place: `p -= lr * "
-            "p.grad` inside `with torch.no_grad():`.": lambda before=before: before,
-        }
-        if grad is not None:
-            mistakes["sign error: step against the gradient, p - lr * p.grad (with + the loss "
-                     "goes up)."] = lambda before=before, grad=grad: before + lr * grad
-            mistakes["the learning rate is missing: p - lr * p.grad."] = \
-                lambda before=before, grad=grad: before - grad
+    for i, got in enumerate(after):
         if not isinstance(got, torch.Tensor):
             kind = got.type_name if isinstance(got, Unsupported) else type(got).__name__
             fail(f"after sgd_step, params[{i}] is a {kind}; it must stay the tensor it was.")
+    hint = step_hint(after, expected, step_mistakes(params, lr, expected))
+    for i, (got, want) in enumerate(zip(after, expected)):
         expect_tensor(got, want, f"params[{i}] after sgd_step(params, lr={lr}) ({what})",
-                      mistakes=mistakes)
+                      mistakes={h: (lambda values=values, i=i: values[i]) for h, values in hint.items()})
     return after
 
 
@@ -163,6 +195,46 @@ def test_sgd_step_keeps_grad(student):
         })
 
 
+# Trusted: calls the learner's sgd_step with autograd on, then with it off, and reports the
+# grad mode each call left behind (torch.optim's step() leaves it as it found it).
+GRAD_MODE = '''
+def grad_mode_after(sgd_step, params_on, params_off, lr):
+    modes = []
+    for enabled, params in ((True, params_on), (False, params_off)):
+        torch.set_grad_enabled(enabled)
+        try:
+            sgd_step(params, lr)
+            modes.append(torch.is_grad_enabled())
+        finally:
+            torch.set_grad_enabled(True)
+    return modes
+'''
+
+
+@graded("sgd_step", points=1, visible=True)
+def test_sgd_step_leaves_grad_mode(student):
+    """autograd is on after sgd_step when it was on before, off when it was off (as optimizer.step())"""
+    on, off = make_params([(3, 2), (2,)], seed=60), make_params([(4,)], seed=65)
+    reply = student.drive("sgd_step", Recipe(GRAD_MODE, "grad_mode_after"), on, off, 0.1)
+    hint = ""
+    if reply.status == "exception" and "in-place operation" in reply.exception.message:
+        hint = NO_GRAD_MODE
+    modes = student.result("sgd_step", reply, (on, 0.1), hint=hint)
+    if not (isinstance(modes, list) and len(modes) == 2):
+        raise RuntimeError(f"authoring error: the grad-mode driver returned {modes!r}")
+    if modes[0] is not True:
+        fail("after sgd_step(params, lr), autograd is switched off (torch.is_grad_enabled() is "
+             "False): sgd_step turned it off and did not turn it back on, so every backward() "
+             "after it fails ('element 0 of tensors does not require grad'). optimizer.step() "
+             "leaves grad mode as it found it: update under `with torch.no_grad():`, which "
+             "restores it on exit, not after torch.set_grad_enabled(False).")
+    if modes[1] is not False:
+        fail("sgd_step(params, lr), called with autograd off (inside torch.no_grad()), switched "
+             "it on (torch.is_grad_enabled() is True afterwards). optimizer.step() leaves grad "
+             "mode as it found it: `with torch.no_grad():` restores the mode it found; "
+             "torch.set_grad_enabled(True) at the end does not.")
+
+
 # ---------------------------------------------------------------------------
 # sgd_momentum_update
 
@@ -178,6 +250,8 @@ def one_step(p, g, buf, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, neste
             buf = (1 - dampening) * d * scale if mistake == "damp_first" else d.clone() * scale
         elif mistake == "no_dampening":
             buf = momentum * buf + d * scale
+        elif mistake == "dampening_swapped":
+            buf = momentum * buf + dampening * d * scale
         else:
             buf = momentum * buf + (1 - dampening) * d * scale
         if nesterov and mistake == "nesterov_ignored":
@@ -199,8 +273,8 @@ def one_step(p, g, buf, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, neste
 
 # hint for each mistake, in the order they are tried (late weight decay before missing weight
 # decay: both leave g out of the buffer, only the first also leaves it out of the step).
-# Using the old buffer in the Nesterov step is not listed: with dampening 0 (which Nesterov
-# requires) g + momentum * old_buf equals the new buffer, i.e. "nesterov ignored".
+# Using the old buffer in the Nesterov step is not listed apart: with dampening 0 (which Nesterov
+# requires) g + momentum * old_buf equals the new buffer, i.e. "nesterov ignored"; its hint names both.
 MISTAKES = {
     "damp_first": "on the first step the buffer is a plain copy of the gradient, buf = "
                   "g.clone(); dampening applies only from the second step on.",
@@ -209,9 +283,14 @@ MISTAKES = {
     "late_weight_decay": "weight decay goes into the gradient before the momentum buffer "
                          "(g = grad + weight_decay * p), not into the final step.",
     "no_weight_decay": "weight decay is missing: start from g = grad + weight_decay * p.",
-    "nesterov_ignored": "with nesterov=True the step is g + momentum * buf, not buf.",
+    "nesterov_ignored": "with nesterov=True the step is g + momentum * buf, with the buffer just "
+                        "updated by this step's g (on the first step buf = g, so the step is "
+                        "(1 + momentum) * g): not buf alone, and not the previous buffer.",
     "lr_in_buffer": "PyTorch's buffer holds gradients, not steps: buf = momentum * buf + "
                     "(1 - dampening) * g, and lr multiplies only in new_p = p - lr * step.",
+    "dampening_swapped": "the gradient enters the buffer as (1 - dampening) * g, not dampening * g: "
+                         "buf = momentum * buf + (1 - dampening) * g (with dampening=0, the "
+                         "default, g counts fully).",
     "no_dampening": "dampening is missing: from the second step on, buf = momentum * buf + "
                     "(1 - dampening) * g.",
 }
@@ -238,6 +317,12 @@ def check_momentum(student, p0, grads, lr, **options):
             kind = value.type_name if isinstance(value, Unsupported) else type(value).__name__
             fail(f"{call} returned a {kind}; expected a pair (new_p, new_buf).")
         new_p, new_buf = value
+        swapped = isinstance(new_buf, torch.Tensor) and _close(new_buf, want_p) and (
+            new_p is None if want_buf is None
+            else isinstance(new_p, torch.Tensor) and _close(new_p, want_buf))
+        if swapped:
+            fail(f"{call} returned (new_buf, new_p), the pair the wrong way round: return "
+                 "(new_p, new_buf), in that order.")
         wrong = {MISTAKES[m]: one_step(p, g, buf, lr, **options, mistake=m) for m in MISTAKES}
         expect_tensor(new_p, want_p, f"new_p at {call}",
                       mistakes={h: (lambda v=v: v[0]) for h, v in wrong.items()})
@@ -318,3 +403,14 @@ def test_momentum_pure(student):
                  "(`momentum * buf + g`, not `buf.mul_(momentum).add_(g)`; `p - lr * step`, "
                  "not `p -= ...`).")
         student.result("sgd_momentum_update", reply, (p, g, buf, 0.1), options)
+    # the first buffer must be a copy of the gradient, not the grad tensor itself
+    reply = student.call("sgd_momentum_update", p, g, None, 0.1, momentum=0.9)
+    value = student.result("sgd_momentum_update", reply, (p, g, None, 0.1), {"momentum": 0.9})
+    new_buf = value[1] if isinstance(value, (tuple, list)) and len(value) == 2 else None
+    if isinstance(new_buf, torch.Tensor) and getattr(new_buf, "info", None) is not None \
+            and new_buf.info.origin == "arg1":
+        fail("sgd_momentum_update(p, grad, None, lr, momentum=0.9) returned as new_buf the grad "
+             "tensor itself, not a copy: buf = g.clone() on the first step, as torch.optim.SGD "
+             "does. Otherwise the buffer and the gradient are one tensor, and a later in-place "
+             "change of the gradient (optimizer.zero_grad(set_to_none=False), then backward() "
+             "adding into .grad) changes the buffer too.")
