@@ -73,6 +73,9 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
         ("mse_loss", "mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
         banned=_all(("mse_loss", "mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
                     AUTOGRAD),
+        # mlp_backward's stand-ins run autograd through a matrix product, whose backward imports
+        # torch's symbolic shapes and sympy on first use: 0.4 s in each such child otherwise
+        warm=("torch.fx.experimental.symbolic_shapes",),
     ),
     Assignment(
         "04_computational_graph", "computational_graph.ipynb",
