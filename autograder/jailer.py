@@ -39,6 +39,11 @@ SCRATCH_BYTES = 64 << 20
 SERVER_START = 120.0
 """Seconds the server may take to import torch (a cold disk on a loaded machine)."""
 REQUEST_TIMEOUT = 10.0
+THP = "/sys/kernel/mm/transparent_hugepage"
+MALLOC = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+"""The server's allocator puts its heap in transparent huge pages (where the kernel offers them
+on request): torch's 90 MB of heap then costs a fork 170 page-table entries instead of 45,000,
+which halves what every child costs to fork and to tear down (8 -> 4 ms). A no-op elsewhere."""
 
 
 class JailUnavailable(RuntimeError):
@@ -56,6 +61,8 @@ def _system_binds() -> list[str]:
     for name in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime"):
         if Path(name).exists():
             args += ["--ro-bind", name, name]
+    if Path(THP).is_dir():  # glibc reads the huge-page settings before it asks for them (MALLOC)
+        args += _mkdirs([Path(THP)]) + ["--ro-bind", THP, THP]
     return args
 
 
@@ -102,6 +109,8 @@ def bwrap_command(uid: int, root: bool, program: list[str] | None = None,
                 "--setenv", "HOME", SCRATCH, "--setenv", "MPLCONFIGDIR", f"{SCRATCH}/.matplotlib",
                 "--setenv", "AUTOGRADER_SCRATCH", SCRATCH, "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
                 "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "OMP_NUM_THREADS", "1"]
+    for name, value in MALLOC.items():
+        command += ["--setenv", name, value]
     if root:
         # bwrap run by root keeps no capabilities but these two, which setpriv spends at
         # once to become the unprivileged uid; no-new-privileges makes setuid files inert.
@@ -175,7 +184,7 @@ class Jail:
             env = None
         else:
             command = [sys.executable, "-m", "autograder.jail.server", fd, *warm]
-            env = {**os.environ, "AUTOGRADER_SCRATCH": "", "PYTHONPATH": str(PACKAGE.parent)}
+            env = {**os.environ, **MALLOC, "AUTOGRADER_SCRATCH": "", "PYTHONPATH": str(PACKAGE.parent)}
         debug = os.environ.get("AUTOGRADER_DEBUG") == "1"
         self._process = subprocess.Popen(
             command, pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
