@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +78,9 @@ class GraderPlugin:
             function = _marker(item)[0]
             if self.only is None or function in self.only:
                 keep.append(item)
+            # What failed is said by our own message (_record); pytest's report of it would
+            # parse the test module's source for every failed test (about 1 ms each).
+            item.repr_failure = _exception_only
         items[:] = keep
 
     @pytest.fixture(scope="module")
@@ -116,6 +121,23 @@ class GraderPlugin:
             message, visible, internal_error=internal))
 
 
+def _exception_only(excinfo, style=None) -> str:
+    return excinfo.exconly()
+
+
+@functools.lru_cache(maxsize=1)
+def _unused_plugins() -> tuple[str, ...]:
+    """`-p no:NAME` for pytest's plugins the hidden tests do not use, and for every installed
+    third-party plugin (anyio, hypothesis's, ...): each hook call visits every plugin, and a
+    batch makes tens of thousands (the logging plugin alone added and removed a log handler 4,000
+    times per notebook)."""
+    off = ["cacheprovider", "terminal", "unraisableexception", "threadexception", "logging",
+           "junitxml", "doctest", "pastebin", "stepwise", "faulthandler", "setuponly",
+           "setupplan", "unittest", "legacypath", "tmpdir", "monkeypatch", "recwarn"]
+    off += [ep.name for ep in importlib.metadata.entry_points(group="pytest11")]
+    return tuple(arg for name in off for arg in ("-p", f"no:{name}"))
+
+
 def run_tests(submissions: list[Submission], only: set[str] | None = None) -> GraderPlugin:
     """Run the hidden tests of each submission's assignment; results are in `.results`."""
     if not submissions:
@@ -126,8 +148,7 @@ def run_tests(submissions: list[Submission], only: set[str] | None = None) -> Gr
     # through expect_*/fail with their own messages, never a bare assert, so rewriting (about
     # 1.7 s, hypothesis's modules included) buys nothing; no unraisableexception plugin, whose
     # forced garbage collections cost about 0.3 s (warnings are ignored anyway).
-    args = ["-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:unraisableexception",
-            "--assert=plain", "-c", os.devnull,
+    args = [*_unused_plugins(), "--assert=plain", "-c", os.devnull,
             "--rootdir", str(TESTS), "-W", "ignore", *modules]
     code = pytest.main(args, plugins=[plugin])
     if plugin.broken is not None:
