@@ -8,11 +8,14 @@
 * floor, per assignment: what grading one notebook cannot avoid, without the jail or any
   process boundary: a fork of a warm process that runs the answer cells, plus the hidden
   tests' own computation run in-process (cells run once per graded function, as the grader
-  does, and the same pytest tests). Measured as (T(2N) - T(N)) / N in one warm process,
-  the median of --repeat pairs.
-* marginal, per assignment: `grade DIR --out OUT --jobs 1` over N and 2N notebooks,
-  (T(2N) - T(N)) / N: one core's cost of one more notebook, start-up excluded; the median
-  of --repeat pairs (one pair moves by 20-50 ms per notebook on a shared 2-core machine).
+  does, and the same pytest tests): the seconds pytest reports for each notebook's tests
+  (setup, call, teardown) over 2N notebooks in one warm process, the median of --repeat runs.
+* isolated: the floor plus a bare fork (fork, exit, reap) of the same warm process for each
+  graded function beyond the first: the least the grader's process model costs, a process per
+  graded function, since one that crashes or poisons its process may cost only its own points.
+* marginal, per assignment: `grade DIR --out OUT --jobs 1` over 2N notebooks, one core's cost
+  of one more notebook, start-up excluded: the time from the first chunk's results to the last
+  result, per notebook graded in between (result files' times); the median of --repeat runs.
 * batch: a class of --class-size notebooks (all assignments) on every core, start-up included.
 * nbgrader: `nbgrader autograde` with this course's config on the N notebooks of the
   assignments given by --nbgrader, with the jailed kernel executing the notebook and with
@@ -131,41 +134,50 @@ def floor_worker(paths: list[Path], n: int, repeat: int) -> dict:
             os._exit(0)
         os.waitpid(pid, 0)
     fork = (time.perf_counter() - started) / n
-    plugin.run_tests(subs[:1])  # warm up pytest and the test module
-    one, differences = None, []
+    started = time.perf_counter()
+    for _ in range(n):  # the process alone: fork, exit, reap
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+    bare = (time.perf_counter() - started) / n
+    each = fork + bare * (len(subs[0].assignment.functions) - 1)
+    plugin.run_tests(subs[:2 * n])  # warm up: pytest, the test module, lazy imports any sample triggers
+    one, figures = None, []
     for _ in range(repeat):
-        started = time.perf_counter()
-        one = plugin.run_tests(subs[:n])
-        t_n = time.perf_counter() - started
-        started = time.perf_counter()
-        plugin.run_tests(subs[:2 * n])
-        differences.append((time.perf_counter() - started - t_n) / n)
+        one = plugin.run_tests(subs[:2 * n])
+        figures.append(sum(one.seconds.values()) / (2 * n))
     scores = {s.key.split("/")[0]: sum(r.score for r in one.results[s.key]) for s in subs[:n]}
-    return {"fork": fork, "tests": statistics.median(differences), "scores": scores}
+    return {"fork": fork, "each": each, "tests": statistics.median(figures), "scores": scores}
 
 
 def floor(paths: list[Path], n: int, repeat: int) -> dict:
+    from autograder.jailer import MALLOC  # forks as cheap as the jailed server's
     done = subprocess.run([sys.executable, __file__, "--floor-worker", str(n), str(repeat),
                            *map(str, paths)],
-                          env={**_env(), "MPLBACKEND": "Agg"}, capture_output=True, text=True,
+                          env={**_env(), **MALLOC, "MPLBACKEND": "Agg"}, capture_output=True, text=True,
                           check=True)
     return json.loads(done.stdout.splitlines()[-1])
 
 
 # -- the real paths ----------------------------------------------------------------------------
 
-def marginal(folder_n: Path, folder_2n: Path, n: int, work: Path, repeat: int
-             ) -> tuple[float, dict]:
-    grade = [sys.executable, "-m", "autograder", "grade"]
-    differences = []
-    for _ in range(repeat):  # --force: the out folders of earlier repeats are current
-        t_n = _timed(grade + [str(folder_n), "--out", str(work / "out-n"), "--jobs", "1",
-                              "--quiet", "--force"])
-        t_2n = _timed(grade + [str(folder_2n), "--out", str(work / "out-2n"), "--jobs", "1",
-                               "--quiet", "--force"])
-        differences.append((t_2n - t_n) / n)
-    scores = {p.parent.name: json.loads(p.read_text())["score"] for p in (work / "out-n").glob("*/*.json")}
-    return statistics.median(differences), scores
+def marginal(folder: Path, work: Path, repeat: int) -> tuple[float, dict]:
+    """One core's cost of one more notebook: `grade DIR --jobs 1` over the 2N notebooks, timed by
+    when each result file was written. The worker hands its results back a chunk at a time
+    (grading.py), so the first chunk's results land together: from then to the last result,
+    divided by the notebooks graded in between, excludes start-up without subtracting two runs."""
+    out = work / "out"
+    figures = []
+    for _ in range(repeat):  # --force: the results of the earlier repeat are current
+        _timed([sys.executable, "-m", "autograder", "grade", str(folder), "--out", str(out),
+                "--jobs", "1", "--quiet", "--force"])
+        written = sorted(p.stat().st_mtime for p in out.glob("*/*.json"))
+        first = max(t for t in written if t - written[0] < 0.05)  # the first chunk's results
+        later = [t for t in written if t > first]
+        figures.append((written[-1] - first) / len(later))
+    scores = {p.parent.name: json.loads(p.read_text())["score"] for p in out.glob("*/*.json")}
+    return statistics.median(figures), scores
 
 
 def nbgrader(assignment: str, submitted: Path, work: Path, execute: bool) -> float:
@@ -201,8 +213,8 @@ def main() -> None:
     print(f"import torch                          {torch_s:6.2f} s")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        print(f"{'assignment':26} {'cold start':>10} {'fork+cells':>10} {'tests':>7} {'floor':>7}"
-              f" {'marginal':>9} {'ratio':>6}")
+        print(f"{'assignment':26} {'cold start':>10} {'ratio':>5} {'fork+cells':>10} {'tests':>7}"
+              f" {'floor':>7} {'marginal':>9} {'ratio':>6} {'isolated':>9} {'ratio':>6}")
         for a in assignments:
             both = work / a / "2n"
             paths = _write_class(both, a, 2 * n)
@@ -213,11 +225,12 @@ def main() -> None:
             cold = _median([sys.executable, "-m", "autograder", "grade", str(solution), "--json",
                             str(work / "r.json"), "--quiet"])
             f = floor(paths, n, args.repeat)
-            m, scores = marginal(first, both, n, work / a, args.repeat)
+            m, scores = marginal(both, work / a, args.repeat)
+            scores = {k: v for k, v in scores.items() if k in f["scores"]}
             assert scores == f["scores"], f"{a}: the in-process floor scored differently: {scores} vs {f['scores']}"
-            total = f["fork"] + f["tests"]
-            print(f"{a:26} {cold:8.2f} s {f['fork']:8.3f} s {f['tests']:5.3f} s {total:5.3f} s"
-                  f" {m:7.3f} s {m / total:6.2f}")
+            total, isolated = f["fork"] + f["tests"], f["each"] + f["tests"]
+            print(f"{a:26} {cold:8.2f} s {cold / torch_s:5.2f} {f['fork']:8.3f} s {f['tests']:5.3f} s"
+                  f" {total:5.3f} s {m:7.3f} s {m / total:6.2f} {isolated:7.3f} s {m / isolated:6.2f}")
             for assignment in [a] if a in (args.nbgrader or []) else []:
                 for execute in (True, False):
                     s = nbgrader(assignment, first, work, execute)
