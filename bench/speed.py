@@ -4,7 +4,9 @@
 
 * `import torch`: `python -c "import torch"`, the least any grader that runs torch pays.
 * cold start: `python -m autograder grade NOTEBOOK --json`, one process for one notebook
-  (what Gradescope and the hidden-test path pay).
+  (what Gradescope and the hidden-test path pay); for an assignment whose children import
+  more on top of torch (course.py `warm`, e.g. torch._dynamo for torch.optim), also its ratio
+  to `python -c "import torch, MODULE"`.
 * floor, per assignment: what grading one notebook cannot avoid, without the jail or any
   process boundary: a fork of a warm process that runs the answer cells, plus the hidden
   tests' own computation run in-process (cells run once per graded function, as the grader
@@ -231,6 +233,11 @@ def main() -> None:
             total, isolated = f["fork"] + f["tests"], f["each"] + f["tests"]
             print(f"{a:26} {cold:8.2f} s {cold / torch_s:5.2f} {f['fork']:8.3f} s {f['tests']:5.3f} s"
                   f" {total:5.3f} s {m:7.3f} s {m / total:6.2f} {isolated:7.3f} s {m / isolated:6.2f}")
+            warm = ASSIGNMENTS[a].warm
+            if warm:  # what its children import on top of torch (course.py `warm`)
+                least = _median([sys.executable, "-c", f"import torch, {', '.join(warm)}"])
+                print(f"  its children need {', '.join(warm)} too: `import torch, "
+                      f"{', '.join(warm)}` {least:.2f} s, cold start {cold / least:.2f}x that")
             for assignment in [a] if a in (args.nbgrader or []) else []:
                 for execute in (True, False):
                     s = nbgrader(assignment, first, work, execute)
