@@ -87,8 +87,7 @@ class GraderPlugin:
     def student(self, request):
         submission = request.param
         with Sandbox(list(submission.cells), warm=submission.assignment.warm,
-                     cutoffs={f: submission.cells_for(f) for f in submission.assignment.functions}
-                     ) as sandbox:
+                     cutoffs=dict(submission.cutoffs)) as sandbox:
             yield Student(request.param, sandbox, getattr(request.module, "REFERENCES", None))
 
     @pytest.hookimpl(hookwrapper=True)
