@@ -108,7 +108,7 @@ def warm_up() -> None:
     x = torch.ones(2, requires_grad=True)
     with _Recorder():
         (x * 2).sum().backward()
-    wire.encode((x, x.grad, torch.float64, 1.5), lambda t: None)
+    wire.encode((x, x.grad, torch.float64, 1.5), lambda t: (None, None))
     inspect.signature(warm_up)
     _definitions("import os\nX = 1\ndef f():\n    pass\n")
 
@@ -240,11 +240,13 @@ def _call(namespace: dict, request: dict) -> dict:
         params = [str(p) for p in inspect.signature(function).parameters]
     except (TypeError, ValueError):
         params = []
-    origins = {}  # id(tensor) -> positional origin ("arg0[2]"), independent of the learner's names
-    for i, a in enumerate(args):
-        origins.update({id(t): p for p, t in _tensors(a, f"arg{i}", [])})
-    for key, obj in named.items():
-        origins.update({id(t): p for p, t in _tensors(obj, key, [])})
+    passed = [pt for i, a in enumerate(args) for pt in _tensors(a, f"arg{i}", [])]
+    passed += [pt for key, obj in named.items() for pt in _tensors(obj, key, [])]
+    origins = {id(t): p for p, t in passed}  # positional origin ("arg0[2]"), not the learner's names
+    memory = {}  # the address of each passed tensor's data -> its origin (the first, for aliases)
+    for p, t in passed:
+        if t.numel():
+            memory.setdefault(t.untyped_storage().data_ptr(), p)
     # Learner's parameter names for messages ("W", "params[2]"); the grader checks the
     # tensors it sent itself, this covers the objects recipes built in here.
     before = []
@@ -255,7 +257,14 @@ def _call(namespace: dict, request: dict) -> dict:
     before += [(p, t, t.detach().clone()) for k, v in kwargs.items() for p, t in _tensors(v, k, [])]
 
     def origin_of(t):
-        return origins.get(id(t))
+        """(the passed object t is, the passed tensor whose memory t shares): a new tensor
+        object that is a view or detach() of an argument is still that argument's data."""
+        if id(t) in origins:
+            return origins[id(t)], None
+        try:
+            return None, memory.get(t.untyped_storage().data_ptr()) if t.numel() else None
+        except Exception:  # noqa: BLE001 - no storage to compare (a learner's tensor subclass)
+            return None, None
 
     # The grader's own versions of the other graded functions stand in for the
     # learner's while this one runs, so one broken function costs only its own points.

@@ -3,7 +3,8 @@
 Values cross as tagged JSON: numbers, strings, None, lists, tuples, str-keyed
 dicts, torch dtypes and CPU tensors (raw bytes, base64). A tensor also carries
 what autograd knows about it (requires_grad, leaf or not, grad_fn name, .grad)
-and, when the sandbox can tell, which argument object it *is* (`origin`).
+and, when the sandbox can tell, which argument object it *is* (`origin`) or, when it is a
+new tensor object, whose memory it shares (`shares`: a view or `.detach()` of an argument).
 Anything else the learner returns arrives as `Unsupported(type name)`.
 """
 
@@ -60,9 +61,13 @@ class TensorInfo:
     origin: str | None
     """Which object passed in this tensor *is*: "arg0", "arg0[2]" (by position), or a key of
     a Recipe's NAMED ("model.0.weight"); None for a new tensor."""
+    shares: str | None = None
+    """For a tensor that is not an argument object itself: the argument whose memory it shares
+    (`g.detach()`, `g.view(-1)`, `g[:]` of argument g), named as `origin` is; None otherwise."""
 
 
-def encode(value: Any, origin_of: Callable[[Any], str | None] | None = None) -> Any:
+def encode(value: Any, origin_of: Callable[[Any], tuple[str | None, str | None]] | None = None
+           ) -> Any:
     """Turn a value into JSON-able tagged data."""
     if value is None or isinstance(value, (bool, str)):
         return value
@@ -95,6 +100,7 @@ def _encode_tensor(t: torch.Tensor, origin_of) -> Any:
     data = t.detach().contiguous().reshape(-1)
     raw = data.view(torch.uint8).numpy().tobytes() if data.numel() else b""
     grad = t.grad if t.is_leaf else None
+    origin, shares = origin_of(t) if origin_of else (None, None)
     return {"__tensor__": {
         "dtype": str(t.dtype).removeprefix("torch."),
         "shape": list(t.shape),
@@ -103,7 +109,8 @@ def _encode_tensor(t: torch.Tensor, origin_of) -> Any:
         "is_leaf": bool(t.is_leaf),
         "grad_fn": type(t.grad_fn).__name__ if t.grad_fn is not None else None,
         "grad": _encode_tensor(grad, None) if isinstance(grad, torch.Tensor) else None,
-        "origin": origin_of(t) if origin_of else None,
+        "origin": origin,
+        "shares": shares,
     }}
 
 
@@ -150,7 +157,7 @@ def _decode_tensor(body: dict, live: bool) -> torch.Tensor:
             t.grad = grad
         return t
     t.info = TensorInfo(body["requires_grad"], body["is_leaf"], body["grad_fn"], grad,
-                        body.get("origin"))
+                        body.get("origin"), body.get("shares"))
     return t
 
 

@@ -407,10 +407,12 @@ def test_momentum_pure(student):
     reply = student.call("sgd_momentum_update", p, g, None, 0.1, momentum=0.9)
     value = student.result("sgd_momentum_update", reply, (p, g, None, 0.1), {"momentum": 0.9})
     new_buf = value[1] if isinstance(value, (tuple, list)) and len(value) == 2 else None
-    if isinstance(new_buf, torch.Tensor) and getattr(new_buf, "info", None) is not None \
-            and new_buf.info.origin == "arg1":
-        fail("sgd_momentum_update(p, grad, None, lr, momentum=0.9) returned as new_buf the grad "
-             "tensor itself, not a copy: buf = g.clone() on the first step, as torch.optim.SGD "
-             "does. Otherwise the buffer and the gradient are one tensor, and a later in-place "
-             "change of the gradient (optimizer.zero_grad(set_to_none=False), then backward() "
-             "adding into .grad) changes the buffer too.")
+    info = getattr(new_buf, "info", None) if isinstance(new_buf, torch.Tensor) else None
+    if info is not None and "arg1" in (info.origin, info.shares):
+        what = "the grad tensor itself" if info.origin == "arg1" else \
+            "a tensor sharing the grad tensor's memory (a view, or grad.detach())"
+        fail(f"sgd_momentum_update(p, grad, None, lr, momentum=0.9) returned as new_buf {what}, "
+             "not a copy: buf = g.clone() on the first step, as torch.optim.SGD does. Otherwise "
+             "the buffer and the gradient are one piece of memory, and a later in-place change "
+             "of the gradient (optimizer.zero_grad(set_to_none=False), then backward() adding "
+             "into .grad) changes the buffer too.")
