@@ -43,8 +43,10 @@ class Assignment:
     """functions that are meant to modify their arguments."""
     banned_reason: dict[str, str] = field(default_factory=dict)
     warm: tuple[str, ...] = ()
-    """Modules the learner's code, run as the contract asks, imports lazily: the jailed server
-    imports them once, at start-up when it knows the assignment, instead of every child."""
+    """Modules that grading this assignment imports lazily (the learner's code run as the
+    contract asks, the stand-ins, the hidden tests' own computation): the jailed server imports
+    them once, at start-up when it knows the assignment, instead of every child, and the grader
+    imports them before the tests run (plugin.run_tests)."""
 
     @property
     def source(self) -> Path:
@@ -73,8 +75,9 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
         ("mse_loss", "mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
         banned=_all(("mse_loss", "mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
                     AUTOGRAD),
-        # mlp_backward's stand-ins run autograd through a matrix product, whose backward imports
-        # torch's symbolic shapes and sympy on first use: 0.4 s in each such child otherwise
+        # autograd with a given output gradient (backward(grad_out), autograd.grad(y, x, g), as
+        # the stand-ins and the hidden tests run) imports torch's symbolic shapes and sympy on
+        # first use: 0.4 s in each such child otherwise
         warm=("torch.fx.experimental.symbolic_shapes",),
     ),
     Assignment(
@@ -96,7 +99,9 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
         ("LinearFunction", "FakeQuantize", "train_quantized", "record_ops"),
         banned={"LinearFunction": AUTOGRAD},
         banned_reason={"LinearFunction": "write backward's gradients by hand from the formulas"},
-        warm=("torch._dynamo",),  # train_quantized runs torch.optim, which imports it (1.2 s)
+        # train_quantized and record_ops's reference build torch.optim optimizers, whose first
+        # one imports it (1.2 s)
+        warm=("torch._dynamo",),
     ),
 ]}
 

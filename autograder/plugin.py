@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import importlib.metadata
 import os
 from dataclasses import dataclass
@@ -142,6 +143,12 @@ def run_tests(submissions: list[Submission], only: set[str] | None = None) -> Gr
     if not submissions:
         return GraderPlugin([])
     plugin = GraderPlugin(submissions, only)
+    # What grading these assignments imports lazily (course.py `warm`: torch._dynamo for
+    # torch.optim, sympy's symbolic shapes for autograd with a given gradient), imported here
+    # and now: a single grade does it while the jailed server starts up (which imports them too)
+    # instead of halfway through its tests.
+    for module in sorted({m for s in submissions for m in s.assignment.warm}):
+        importlib.import_module(module)
     modules = sorted({str(TESTS / f"test_{s.assignment.id}.py") for s in submissions})
     # Start-up cost, paid by every single-notebook grade: --assert=plain, as the hidden tests fail
     # through expect_*/fail with their own messages, never a bare assert, so rewriting (about

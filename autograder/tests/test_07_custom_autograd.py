@@ -10,11 +10,6 @@ under `TRUSTED`. Every expected value is computed here by PyTorch.
 
 import pytest
 import torch
-# record_ops's reference runs torch.optim, whose first optimizer imports torch._dynamo (about
-# 1.2 s). Imported here, while pytest collects, it overlaps with the jailed server's start-up
-# (which imports it too, for the learner's train_quantized: course.py `warm`) instead of adding
-# to a single grade's time later.
-import torch._dynamo  # noqa: F401
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
