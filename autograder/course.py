@@ -12,6 +12,11 @@ MATRIX_PRODUCTS = frozenset({
     "matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "einsum", "tensordot", "addmm",
     "inner", "dot", "vdot", "linear", "mv", "addmv", "baddbmm", "addbmm", "chain_matmul",
     "multi_dot", "vecdot", "bilinear", "_trilinear", "_addmm_activation",
+    # products in disguise: a convolution with a kernel of size 1, a bag of embeddings weighted by
+    # a row of A, a sparse product each compute A @ B in one operator
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "convolution", "_convolution", "conv_tbc", "embedding_bag", "_embedding_bag",
+    "_embedding_bag_forward_only", "_sparse_mm", "_sparse_addmm", "sspaddmm", "hspmm", "smm",
 })
 """Python names and, caught at the dispatch level whatever the spelling, ATen operators."""
 AUTOGRAD = frozenset({"backward", "grad", "vjp", "jacobian", "jvp", "hessian",

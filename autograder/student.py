@@ -30,7 +30,18 @@ _BANNED_SPELLING = {"__matmul__": "`@`", "__rmatmul__": "`@`", "matmul": "`@` / 
                     "__array__": "numpy on a tensor (np.asarray, np.array, np.dot, ...: leaving torch "
                                  "for numpy, the check cannot see what numpy computes, such as numpy's "
                                  "own `@`; stay in torch, or use plain Python on `.tolist()`)"}
+_BANNED_SPELLING |= {name: f"F.{name} (a convolution's sums of products make a matrix product)"
+                     for name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d",
+                                  "conv_transpose2d", "conv_transpose3d")}
+_BANNED_SPELLING |= {"embedding_bag": "F.embedding_bag (its weighted sums of rows make a matrix product)",
+                     "_sparse_mm": "torch.sparse.mm (a matrix product)"}
 _OPERATOR_SPELLING = {"mm": "a built-in matrix product (torch.mm, `@`, torch.matmul, ...)",
+                      "convolution": "a convolution (F.conv1d, F.conv2d, ...: its sums of products "
+                                     "make a matrix product)",
+                      "_embedding_bag_forward_only": "F.embedding_bag (its weighted sums of rows make "
+                                                     "a matrix product)",
+                      "_embedding_bag": "F.embedding_bag (its weighted sums of rows make a matrix product)",
+                      "_sparse_addmm": "a sparse matrix product (torch.sparse.mm)",
                       "addmm": "a built-in matrix product (torch.addmm, F.linear, ...)",
                       "bmm": "a built-in matrix product (torch.bmm, torch.einsum, ...)",
                       "dot": "torch.dot", "vdot": "torch.vdot", "mv": "torch.mv (a matrix-vector product)",
