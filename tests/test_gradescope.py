@@ -230,3 +230,26 @@ def test_not_one_notebook(zips, tmp_path):
         assert result["score"] == 0 and result["max_score"] == 11 and result["tests"] == []
         assert phrase in result["output"], result["output"]
         assert stat.S_ISREG((root / "results" / "results.json").stat().st_mode)
+
+
+def test_symbolic_links_are_not_followed(zips, tmp_path):
+    """A submission that is a symbolic link (GitHub and Bitbucket submissions can carry them), or
+    a folder link holding notebooks, scores 0 with a message, as in a batch: a link to the
+    zip's own source notebook must not earn its answers' marks."""
+    root = tmp_path / "autograder"
+    unpack(zips[A1], root)
+    source = f"/autograder/source/source/{A1}/linear_algebra.ipynb"   # as run_autograder sees it
+    cases = [
+        ("linear_algebra.ipynb", source, "linear_algebra.ipynb is a symbolic link"),
+        ("work", "../source/source/" + A1, "work is a symbolic link"),
+    ]
+    for name, target, phrase in cases:
+        _submit(root, {})
+        (root / "submission" / name).symlink_to(target)
+        done = run_autograder(root, tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        result = json.loads((root / "results" / "results.json").read_text())
+        assert result["score"] == 0 and result["max_score"] == 11 and result["tests"] == [], \
+            (name, result)
+        assert phrase in result["output"] and "not a handed-in file" in result["output"], \
+            result["output"]
