@@ -7,7 +7,8 @@ c.CourseDirectory.course_id = "pytorch-training-loop-math"
 # exchange folder beside this file (nbgrader creates it, world-writable, on the first release).
 # On a shared server set one root every user can reach, e.g. in /etc/jupyter/nbgrader_config.py:
 #     c.Exchange.root = "/srv/nbgrader/exchange"
-# or point NBGRADER_EXCHANGE at it.
+# or point NBGRADER_EXCHANGE at it (read here only: nbgrader itself does not know it). Learners get
+# a config of their own: python -m autograder learner-config --exchange PATH --out DIR
 import os  # noqa: E402
 
 c.Exchange.root = os.environ.get(

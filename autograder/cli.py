@@ -42,6 +42,16 @@ def _parser() -> argparse.ArgumentParser:
     gradescope.add_argument("--no-jail", action="store_true",
                             help="grade without the jail on Gradescope (only if its container "
                                  "cannot build one: learner code then gets the grader's rights)")
+    learner = commands.add_parser(
+        "learner-config", help="(instructor) the nbgrader_config.py learners need for the exchange")
+    learner.add_argument("--exchange", required=True, metavar="PATH",
+                         help="the exchange folder as the learners' JupyterLab sees it, e.g. "
+                              "/srv/nbgrader/exchange")
+    learner.add_argument("--course-id", metavar="ID",
+                         help="default: the course id of this course's nbgrader_config.py")
+    learner.add_argument("--out", type=Path, required=True, metavar="DIR",
+                         help="write DIR/nbgrader_config.py")
+    learner.add_argument("--force", action="store_true", help="replace DIR/nbgrader_config.py")
     report = commands.add_parser("report", help="(instructor) an HTML class report of a batch")
     report.add_argument("dir", type=Path, help="a batch's --out DIR (<student>/<assignment>.json)")
     report.add_argument("--out", type=Path, help="write REPORT_DIR/index.html (default: DIR/report)")
@@ -64,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "gradescope":
         from autograder.gradescope import build as gradescope
         return gradescope(args.assignment, args.out, args.torch_index_url, not args.no_jail)
+    if args.command == "learner-config":
+        from autograder.learner_config import main as learner_config
+        return learner_config(args.exchange, args.out, args.course_id, args.force)
     if args.command == "report":
         from autograder.classreport import write_report
         return write_report(args.dir, args.out)

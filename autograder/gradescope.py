@@ -26,6 +26,7 @@ import argparse
 import importlib
 import io
 import json
+import os
 import re
 import shlex
 import sys
@@ -208,18 +209,49 @@ def _zero(message: str, config: dict) -> dict:
             "tests": []}
 
 
+def _uploaded(submission: Path) -> tuple[list[Path], list[Path]]:
+    """(.ipynb files, symbolic links) in what a learner uploaded, checkpoints and macOS zip
+    debris left out. Links are never followed: the links listed are those named *.ipynb and
+    those to folders (a GitHub or Bitbucket submission can carry them)."""
+    found, links = [], []
+    if not submission.is_dir() or submission.is_symlink():
+        return found, links
+    for folder, dirs, files in os.walk(submission):  # does not descend into linked folders
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__MACOSX")
+        here = Path(folder)
+        for name in dirs:
+            if (here / name).is_symlink():
+                links.append(here / name)
+        for name in sorted(files):
+            path = here / name
+            if name.startswith(".") or not name.endswith(".ipynb"):
+                continue
+            if path.is_symlink():
+                links.append(path)
+            elif path.is_file():
+                found.append(path)
+    return sorted(found), sorted(links)
+
+
 def notebooks(submission: Path) -> list[Path]:
-    """The .ipynb files a learner uploaded (checkpoints and macOS zip debris left out)."""
-    if not submission.is_dir():
-        return []
-    return sorted(p for p in submission.rglob("*.ipynb") if p.is_file() and not any(
-        part.startswith(".") or part == "__MACOSX" for part in p.relative_to(submission).parts))
+    """The .ipynb files a learner uploaded (checkpoints, macOS zip debris and links left out)."""
+    return _uploaded(submission)[0]
+
+
+def symbolic_links(submission: Path) -> list[Path]:
+    """The links in a submission that grading would have to follow (see `_uploaded`)."""
+    return _uploaded(submission)[1]
 
 
 def grade_submission(submission: Path, config: dict) -> dict:
     """results.json for the one notebook in `submission` (score 0 with a message otherwise)."""
     assignment, expected = config["assignment"], config["notebook"]
-    found = notebooks(submission)
+    found, links = _uploaded(submission)
+    if links:  # another file of this machine (the source notebook, its answers), not a hand-in
+        names = ", ".join(str(p.relative_to(submission)) for p in links)
+        verb = "is a symbolic link" if len(links) == 1 else "are symbolic links"
+        return _zero(f"{names} {verb}, not a handed-in file: nothing was graded (0). Upload "
+                     f"your {expected} itself, not a link to it.", config)
     if not found:
         return _zero(f"No notebook (.ipynb file) was submitted: upload your {expected}.", config)
     if len(found) > 1:

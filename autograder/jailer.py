@@ -11,7 +11,8 @@ function. The jail (bubblewrap, `bwrap`):
   `--die-with-parent` ties the jail to the grader), its own IPC and UTS;
 * sees the filesystem read-only and only what torch needs: the system's
   libraries, the Python installation and its environment, and the learner's
-  side of this package (`autograder/jail/`): never the hidden tests, the
+  side of the running package (`autograder/jail/`, imported from there whatever
+  the venv's install of the package points at): never the hidden tests, the
   course, `submitted/` or the output folder;
 * writes only to a private, size-limited scratch directory (`/tmp`, a tmpfs
   emptied between children).
@@ -108,6 +109,9 @@ def bwrap_command(uid: int, root: bool, program: list[str] | None = None,
                 "--chdir", SCRATCH, "--clearenv",
                 "--setenv", "HOME", SCRATCH, "--setenv", "MPLCONFIGDIR", f"{SCRATCH}/.matplotlib",
                 "--setenv", "AUTOGRADER_SCRATCH", SCRATCH, "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+                # the running package's own files (bound above), whatever the environment's
+                # install of `autograder` points at (another checkout sharing the venv)
+                "--setenv", "PYTHONPATH", str(PACKAGE.parent),
                 "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "OMP_NUM_THREADS", "1"]
     for name, value in MALLOC.items():
         command += ["--setenv", name, value]

@@ -7,6 +7,8 @@ tells instructors) has hidden the Formgrader and Create Assignment, and the test
 are gone and that Validate and the Assignment List are there. It opens the released notebook,
 runs it, types a wrong `linear_forward` (W not transposed), runs its check cell and reads the
 message, clicks Validate and reads the failure, types the right answer and Validates again.
+A second test starts a learner's JupyterLab in a bare folder holding only the nbgrader_config.py of
+`python -m autograder learner-config` and fetches and submits from its Assignment List.
 
 Cells are found from the notebook file's own nbgrader metadata (grade ids), never by a fixed
 index; the answers typed in come from the source notebook's solution region and from the sample
@@ -120,7 +122,9 @@ def _descendants(pid: int) -> list:
 
 
 class Lab:
-    def __init__(self, course: Path, home: Path):
+    def __init__(self, course: Path, home: Path, bare: bool = False):
+        """`bare`: a learner's own machine, with nothing of this machine's environment but the
+        system's PATH: HOME is `home`, no PYTHONPATH, no NBGRADER_EXCHANGE."""
         self.course, self.token, self.port = course, secrets.token_hex(16), _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         settings = home / "lab-settings"
@@ -134,8 +138,9 @@ class Lab:
             path = settings / f"{plugin}.jupyterlab-settings"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(values))
-        env = {**os.environ,
-               "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""),
+        base = {"HOME": str(home), "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin"} if bare else os.environ
+        env = {**base,
+               "PATH": str(Path(sys.executable).parent) + os.pathsep + base.get("PATH", ""),
                "JUPYTER_CONFIG_DIR": str(home / "config"),       # no ~/.jupyter of the machine
                "JUPYTER_DATA_DIR": str(home / "data"),
                "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
@@ -149,7 +154,8 @@ class Lab:
                        check=True, capture_output=True)
         self.log_path = home / "jupyterlab.log"
         self._log = self.log_path.open("w")
-        # cwd = the course: nbgrader's Validate handler reads nbgrader_config.py from the cwd
+        # cwd = the course: nbgrader's Validate handler reads nbgrader_config.py from the cwd (and
+        # the Assignment List from the server's root folder and the user's Jupyter config)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
              f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
@@ -212,7 +218,29 @@ def lab(tmp_path):
 
 
 @pytest.fixture
-def page(lab, tmp_path):
+def learner_lab(tmp_path):
+    """A course that released 01 into its exchange, and a learner's JupyterLab started in a bare
+    folder holding only the nbgrader_config.py of `python -m autograder learner-config`."""
+    from test_exchange import learner_config, nbgrader, private_env
+
+    from autograder.build import tool_env
+    course, learner = tmp_path / "course", tmp_path / "learner"
+    shutil.copytree(ROOT / "release" / ASSIGNMENT, course / "release" / ASSIGNMENT)
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    instructor = {**tool_env(), **private_env(tmp_path / "instructor-home")}
+    instructor.pop("NBGRADER_EXCHANGE", None)
+    nbgrader("release_assignment", ASSIGNMENT, cwd=course, env=instructor)
+    done = learner_config("--exchange", str(course / "exchange"), "--out", str(learner))
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in learner.iterdir()] == ["nbgrader_config.py"]
+    server = Lab(learner, tmp_path / "learner-home", bare=True)
+    server.exchange = course / "exchange"
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def page(tmp_path):
     if MISSING:
         pytest.fail(f"BROWSER_TEST_REQUIRED=1 but {MISSING}")
     from playwright.sync_api import sync_playwright
@@ -389,3 +417,39 @@ def _learner_flow(lab, page) -> None:
     kind, text = nb.validate()
     assert "validation-success" in kind, text
     assert "Success" in text, text
+
+
+def test_learner_assignment_list_fetch_and_submit(learner_lab, page, tmp_path):
+    """Nbgrader -> Assignment List in the learner's JupyterLab shows the released assignment, with
+    no "exchange directory does not exist" box and no "Error fetching courses!"; Fetch and Submit
+    work from there."""
+    lab = learner_lab
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    with screenshot_on_failure(page, lab, tmp_path):
+        page.goto(f"{lab.url}/lab?reset&token={lab.token}")
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Nbgrader$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Assignment List$")).click()
+        released = page.locator("#released_assignments_list")
+        panel = page.locator(".jp-MainAreaWidget", has=released)
+        error = re.compile("does not exist|could not be created|Error fetching courses")
+        # the assignment, or the first error box: whichever the page shows first
+        released.get_by_text(ASSIGNMENT).or_(panel.get_by_text(error)).first.wait_for(timeout=60_000)
+
+        def no_error() -> None:
+            text = panel.inner_text()
+            assert not error.search(text), text
+
+        no_error()
+        assert "pytorch-training-loop-math" in panel.inner_text(), panel.inner_text()
+        released.get_by_role("button", name="Fetch").click()
+        fetched = page.locator("#fetched_assignments_list")
+        fetched.get_by_text(ASSIGNMENT).wait_for(timeout=60_000)
+        assert (lab.course / ASSIGNMENT / "linear_algebra.ipynb").read_bytes() == \
+            (ROOT / NOTEBOOK).read_bytes()
+        fetched.get_by_role("button", name="Submit").click()
+        page.locator("#submitted_assignments_list").get_by_text(ASSIGNMENT).wait_for(timeout=60_000)
+        no_error()
+        inbound = list((lab.exchange / "pytorch-training-loop-math" / "inbound").iterdir())
+        assert len(inbound) == 1 and inbound[0].name.split("+")[1] == ASSIGNMENT, inbound
+    assert not errors, errors

@@ -3,9 +3,9 @@ into a scratch root bound at /autograder, graded by its own `run_autograder`.
 
 The test does not run setup.sh's installs: the scratch root is seen through bubblewrap, next to
 the system and this checkout's .venv (read-only); `run_autograder` uses the venv through
-$AUTOGRADER_PYTHON, and the venv's editable install of the package is pointed at
-/autograder/source (as `pip install -e /autograder/source` in setup.sh would), so the grader
-that runs is the zip's. /work/main itself is not visible there."""
+$AUTOGRADER_PYTHON. The venv's editable install of the package still points at this checkout,
+which is not visible there: the grader that runs is the zip's (run_autograder starts it in
+/autograder/source), and so is the jail's (it imports the running package's files)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -52,28 +51,7 @@ def unpack(zip_path: Path, root: Path) -> None:
     (root / "results").mkdir()
 
 
-def _editable_overlay(scratch: Path) -> list[str]:
-    """bwrap arguments that point the venv's editable install of the package at
-    /autograder/source (a file bound over the finder or .pth that setuptools wrote)."""
-    site = Path(sysconfig.get_paths()["purelib"])
-    args = []
-    for finder in site.glob("__editable___autograder*_finder.py"):
-        text = finder.read_text()
-        mine = scratch / finder.name
-        mine.write_text(text.replace(repr(str(ROOT / "autograder")), repr("/autograder/source/autograder")))
-        assert mine.read_text() != text, "the editable finder does not map the package to this checkout"
-        args += ["--ro-bind", str(mine), str(finder)]
-    for pth in site.glob("__editable__.autograder*.pth"):
-        if pth.read_text().strip() == str(ROOT):
-            mine = scratch / pth.name
-            mine.write_text("/autograder/source\n")
-            args += ["--ro-bind", str(mine), str(pth)]
-    if not args:
-        pytest.skip("the package is not an editable install in this venv")
-    return args
-
-
-def run_autograder(root: Path, scratch: Path) -> subprocess.CompletedProcess:
+def run_autograder(root: Path) -> subprocess.CompletedProcess:
     """`/autograder/run_autograder` with `root` bound at /autograder, the system and the venv
     read-only, nothing else of this machine."""
     command = ["bwrap", "--die-with-parent", "--unshare-pid", "--unshare-ipc",
@@ -86,7 +64,6 @@ def run_autograder(root: Path, scratch: Path) -> subprocess.CompletedProcess:
             command += ["--ro-bind", top, top]
     for prefix in sorted({str(Path(sys.base_prefix).resolve()), sys.prefix}):
         command += ["--ro-bind", prefix, prefix]
-    command += _editable_overlay(scratch)
     command += ["--bind", str(root), "/autograder", "--chdir", "/autograder", "--clearenv",
                 "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
                 "--setenv", "HOME", "/tmp", "--setenv", "AUTOGRADER_PYTHON",
@@ -185,7 +162,7 @@ def test_run_autograder_scores_as_grade(zips, tmp_path, assignment, student):
     root = tmp_path / "autograder"
     unpack(zips[assignment], root)
     _submit(root, {"my notebook.ipynb": nb})
-    done = run_autograder(root, tmp_path)
+    done = run_autograder(root)
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads((root / "results" / "results.json").read_text())
     assert scores(result) == scores(expected), done.stdout + done.stderr
@@ -223,10 +200,33 @@ def test_not_one_notebook(zips, tmp_path):
     for submission, phrase in cases:
         _submit(root, submission)
         (root / "submission" / "notes.txt").write_text("not a notebook")
-        done = run_autograder(root, tmp_path)
+        done = run_autograder(root)
         (root / "submission" / "notes.txt").unlink()
         assert done.returncode == 0, done.stdout + done.stderr
         result = json.loads((root / "results" / "results.json").read_text())
         assert result["score"] == 0 and result["max_score"] == 11 and result["tests"] == []
         assert phrase in result["output"], result["output"]
         assert stat.S_ISREG((root / "results" / "results.json").stat().st_mode)
+
+
+def test_symbolic_links_are_not_followed(zips, tmp_path):
+    """A submission that is a symbolic link (GitHub and Bitbucket submissions can carry them), or
+    a folder link holding notebooks, scores 0 with a message, as in a batch: a link to the
+    zip's own source notebook must not earn its answers' marks."""
+    root = tmp_path / "autograder"
+    unpack(zips[A1], root)
+    source = f"/autograder/source/source/{A1}/linear_algebra.ipynb"   # as run_autograder sees it
+    cases = [
+        ("linear_algebra.ipynb", source, "linear_algebra.ipynb is a symbolic link"),
+        ("work", "../source/source/" + A1, "work is a symbolic link"),
+    ]
+    for name, target, phrase in cases:
+        _submit(root, {})
+        (root / "submission" / name).symlink_to(target)
+        done = run_autograder(root)
+        assert done.returncode == 0, done.stdout + done.stderr
+        result = json.loads((root / "results" / "results.json").read_text())
+        assert result["score"] == 0 and result["max_score"] == 11 and result["tests"] == [], \
+            (name, result)
+        assert phrase in result["output"] and "not a handed-in file" in result["output"], \
+            result["output"]

@@ -21,7 +21,7 @@ import nbformat
 import pytest
 
 from autograder.course import ASSIGNMENTS, ROOT
-from autograder.samples import Scenario, submission_notebook
+from autograder.samples import Scenario, load_scenarios, submission_notebook
 from conftest import run
 
 PRODUCT = "(A[:, :, None] * B[None, :, :]).sum(dim=1)"
@@ -334,3 +334,34 @@ def test_a_stopped_or_killed_process_is_reported_plainly(attacked):
         assert outputs, attack
         assert all(("crashed" in o or "did not finish" in o) and "Traceback" not in o
                    for o in outputs), outputs
+
+
+def test_the_jail_runs_the_grader_that_is_running(tmp_path):
+    """A second checkout graded with the first checkout's venv (two courses sharing one venv, a
+    Gradescope zip unpacked beside an install that points elsewhere): the jailed server imports
+    the running package's own files, not the venv's install, and a solution gets full marks."""
+    import subprocess
+    import sys
+
+    from autograder.build import tool_env
+    clone = tmp_path / "second checkout"
+    shutil.copytree(ROOT / "autograder", clone / "autograder",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(ROOT / "source" / "01_linear_algebra", clone / "source" / "01_linear_algebra")
+    for name in ("pyproject.toml", "nbgrader_config.py"):
+        shutil.copy(ROOT / name, clone)
+    solution = next(s for s in load_scenarios("01_linear_algebra") if s.student == "solution")
+    notebook = tmp_path / "solution.ipynb"
+    nbformat.write(submission_notebook(solution), notebook)
+    env = {k: v for k, v in tool_env().items() if k != "PYTHONPATH"}
+
+    def python(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, *args], cwd=clone, env=env, capture_output=True,
+                              text=True, timeout=600)
+
+    where = python("-c", "import autograder; print(autograder.__file__)").stdout.strip()
+    assert Path(where).parent == clone / "autograder", "the grader must be the second checkout's"
+    done = python("-m", "autograder", "grade", str(notebook), "--json", str(tmp_path / "r.json"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads((tmp_path / "r.json").read_text())
+    assert result["score"] == result["max_score"] == sum(FULL.values()), done.stdout
