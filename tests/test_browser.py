@@ -91,8 +91,9 @@ def _cell_indices(notebook: Path) -> dict[str, int]:
     """grade_id -> position of the cell in the notebook, and `check:<fn>` -> its check cell.
 
     The check cell of a function is the first cell after its answer cell whose grade id is
-    `check_<fn>` (visible checks in a cell of their own) or `tests_<fn>` (visible checks in the
-    graded test cell, so that Validate runs them).
+    `check_<fn>` (visible checks in a cell of their own) or `tests_<fn>` (the graded cell that
+    runs the visible checks, so that Validate runs them). The locked cell `checks_<fn>` right
+    above it defines `check_<fn>()`.
     """
     cells = json.loads(notebook.read_text())["cells"]
     ids = [c["metadata"].get("nbgrader", {}).get("grade_id") for c in cells]
@@ -343,16 +344,21 @@ class Notebook:
         self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
         self.wait_ran(stops_at, before, timeout=60_000)
 
-    def validate(self) -> tuple[str, str]:
-        """Click nbgrader's Validate; return (result class, dialog text) and close the dialog."""
+    def validate(self) -> tuple[str, str, list[tuple[str, str]]]:
+        """Click nbgrader's Validate; return (result class, dialog text, [(code shown, error
+        shown)] for each failed cell) and close the dialog."""
         self.page.locator(".validate-button").click()
         message = self.page.locator(".jp-Dialog #validation-message")
         message.wait_for(state="visible", timeout=VALIDATE_TIMEOUT)
         kind = message.get_attribute("class") or ""
         text = message.inner_text()
+        # nbgrader's dialog: per failed cell, "The following cell failed:", a <pre> with the
+        # cell's source, then a <pre> with the error
+        blocks = message.locator(":scope > .jp-RenderedText > pre").all_inner_texts()
+        failed = list(zip(blocks[0::2], blocks[1::2]))
         self.page.locator(".jp-Dialog .jp-Dialog-button.jp-mod-accept").click()
         self.page.locator(".jp-Dialog").wait_for(state="detached")
-        return kind, text
+        return kind, text, failed
 
 
 def _all_ok(output: str) -> bool:
@@ -395,27 +401,38 @@ def _learner_flow(lab, page) -> None:
     # A correct matmul passes its check.
     nb.type_code("matmul", _solution("matmul"))
     nb.run("matmul")
+    nb.run("checks_matmul")  # Shift+Enter on: the locked cell defining the check
     out = nb.run("check:matmul")
     assert _all_ok(out), out
 
     # W not transposed: the check names the mistake.
     nb.type_code("linear_forward", _sample_code("w_not_transposed", "linear_forward"))
     nb.run("linear_forward")
+    nb.run("checks_linear_forward")  # Shift+Enter on: the locked cell defining the check
     out = nb.run("check:linear_forward")
     assert "linear_forward" in out and ("transposed" in out or "(out, in)" in out), out
 
-    # Validate fails, naming the exercise.
-    kind, text = nb.validate()
+    # Validate fails, naming the exercise: the check's verdict and hint come right after a few
+    # lines of the failed cell (its comment and the one call), not after the whole check code.
+    kind, text, failed = nb.validate()
     assert "validation-failed" in kind, text
     assert "linear_forward" in text, text
+    assert len(failed) == 1, failed
+    shown, error = failed[0]
+    assert "check_linear_forward()" in shown, shown
+    assert len(shown.strip().splitlines()) <= 5, shown
+    verdict = error.strip().splitlines()
+    assert verdict[0].startswith("`linear_forward` raised ValueError"), error
+    assert any(line.startswith("Hint: ") and "transposed" in line for line in verdict[:4]), error
 
     # The right answer: the check passes, and so does Validate.
     nb.type_code("linear_forward", _solution("linear_forward"))
     nb.run("linear_forward")
+    nb.run("checks_linear_forward")  # Shift+Enter on: the locked cell defining the check
     out = nb.run("check:linear_forward")
     assert _all_ok(out), out
-    kind, text = nb.validate()
-    assert "validation-success" in kind, text
+    kind, text, failed = nb.validate()
+    assert "validation-success" in kind and not failed, text
     assert "Success" in text, text
 
 

@@ -47,6 +47,42 @@ def test_release_leaks_no_solution_or_hidden_test(assignment):
     assert "BEGIN SOLUTION" not in release_text and "HIDDEN TESTS" not in release_text
 
 
+CHECK_CELL_LINES = 6
+"""Lines a graded check cell may show outside its hidden-test block (the Validate dialog shows
+them all above the check's message)."""
+HIDDEN = re.compile(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S)
+
+
+@pytest.mark.parametrize("folder", ["source", "release"])
+@pytest.mark.parametrize("assignment", BUILT)
+def test_graded_check_cells_are_short(assignment, folder):
+    """nbgrader's Validate dialog shows "The following cell failed:", the failing graded cell's
+    whole source, then the error: so that the learner's one-sentence verdict comes first, a
+    graded cell holds its comment line and one call `check_<function>()` (and the hidden tests),
+    and the check code is a function defined in the locked, ungraded cell `checks_<function>`
+    right above it (Restart & Run All, Validate and grading all run the cells above a check)."""
+    a = ASSIGNMENTS[assignment]
+    cells = nbformat.read(ROOT / folder / assignment / a.notebook, as_version=4).cells
+    seen = set()
+    for i, cell in enumerate(cells):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+            continue
+        function = meta["grade_id"].removeprefix("tests_")
+        seen.add(function)
+        shown = HIDDEN.sub("", cell.source).strip().splitlines()
+        assert len(shown) <= CHECK_CELL_LINES, (f"{folder}/{assignment}: {meta['grade_id']} shows "
+                                                f"{len(shown)} lines: {shown}")
+        assert f"check_{function}()" in [line.split("#")[0].strip() for line in shown], shown
+        above = cells[i - 1]
+        defines = above.metadata.get("nbgrader", {})
+        assert above.cell_type == "code" and defines.get("grade_id") == f"checks_{function}", \
+            f"{folder}/{assignment}: the cell above {meta['grade_id']} is not checks_{function}"
+        assert defines.get("locked") and not defines.get("grade") and not defines.get("solution"), defines
+        assert f"\ndef check_{function}():\n" in f"\n{above.source}", above.source[:300]
+    assert seen == set(a.functions)
+
+
 @pytest.mark.parametrize("folder", ["source", "release"])
 def test_no_outputs_stored(folder):
     for path in (ROOT / folder).glob("*/*.ipynb"):

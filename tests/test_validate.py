@@ -123,17 +123,21 @@ from conftest import BUILT, SCENARIOS  # noqa: E402
 
 
 def visible_checks(assignment: str) -> tuple[list[str], dict[str, str]]:
-    """The source notebook's setup cells, and function -> visible part of its graded cell."""
+    """The source notebook's setup cells, and function -> its visible checks: the locked cell
+    `checks_<function>` that defines them, then the visible part of the graded cell that runs them."""
     nb = nbformat.read(ASSIGNMENTS[assignment].source, as_version=4)
-    setup, checks = [], {}
+    setup, definitions, checks = [], {}, {}
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type != "code":
             continue
         if meta.get("grade_id", "").startswith("setup"):
             setup.append(cell.source)
+        elif meta.get("grade_id", "").startswith("checks_"):
+            definitions[meta["grade_id"].removeprefix("checks_")] = cell.source
         elif meta.get("grade") and not meta.get("solution"):
-            checks[meta["grade_id"].removeprefix("tests_")] = HIDDEN.sub("", cell.source)
+            function = meta["grade_id"].removeprefix("tests_")
+            checks[function] = definitions.get(function, "") + "\n\n" + HIDDEN.sub("", cell.source)
     return setup, checks
 
 
