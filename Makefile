@@ -8,7 +8,7 @@ TORCH_SPEC ?= -c constraints.txt torch
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup jail browser demo test build clean mutants
+.PHONY: setup jail browser demo test build clean mutants newest-torch
 
 setup: $(VENV)/.installed jail
 
@@ -56,8 +56,16 @@ browser:
 mutants: setup
 	$(BIN)/python tools/mutants.py $(A)
 
+# `make newest-torch [A="07_custom_autograd ..."]`: the newest torch pip gives, in a side venv
+# (NEWEST_VENV, default .venv-newest; constraints.txt's torch pin left out): every solution run top
+# to bottom, nbgrader validate (solutions pass, releases fail), the grader (full marks, 0).
+# Minutes and a multi-GB torch, so CI does not run it (tools/newest_torch.py).
+NEWEST_VENV ?= .venv-newest
+newest-torch: setup
+	$(BIN)/python tools/newest_torch.py --venv $(NEWEST_VENV) $(A)
+
 build: setup
 	$(BIN)/python -m autograder build
 
 clean:
-	rm -rf $(VENV) submitted autograded feedback feedback_json gradebook.db grades.csv
+	rm -rf $(VENV) $(NEWEST_VENV) submitted autograded feedback feedback_json gradebook.db grades.csv

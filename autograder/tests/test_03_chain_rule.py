@@ -299,7 +299,7 @@ def _mlp_mistakes(x, y, params, expected, key):
         "the factor 2 of the MSE gradient is missing.": lambda: expected[key] / 2,
         SIGN + " Start from dL/dŷ = 2 (ŷ - y) / M, not 2 (y - ŷ) / M.": lambda: -expected[key],
         "a hidden unit with z1 == 0 must get no gradient, as with torch.relu: mask with z1 > 0, "
-        "not z1 >= 0.": lambda: _mlp_grads(x, y, params, act=lambda z: z.clamp(min=0))[key],
+        "not z1 >= 0.": lambda: _mlp_grads(x, y, params, act=lambda z: z * (z >= 0))[key],
         "the gradient must go back through the ReLU: apply relu_backward to dL/dh (with z1) "
         "before the first layer.": lambda: _mlp_by_hand(x, y, params, mask=False)[key],
         "the second layer's input is h = relu(z1), not z1: dL/dW2 = (dL/dŷ)ᵀ h.":

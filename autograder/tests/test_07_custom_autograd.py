@@ -359,7 +359,8 @@ def backward_mistakes(w, scale, g):
             lambda: torch.zeros_like(g),
         "outside the range clamp cuts w off: pass 0 where w / scale < -128 or > 127.": lambda: g,
         "the edges are inside the range: pass the gradient where -128 <= w / scale <= 127 "
-        "(<=, not <).": lambda: torch.where((ratio > -128) & (ratio < 127), g, torch.zeros_like(g)),
+        "(<=, not <). torch.clamp's own backward gives 0 exactly at its min and max from torch 2.14 "
+        "on: build the mask from w / scale yourself.": lambda: torch.where((ratio > -128) & (ratio < 127), g, torch.zeros_like(g)),
         "the upper edge w / scale = 127 is inside the range: pass the gradient where "
         "w / scale <= 127 (<=, not <).": lambda: torch.where((ratio >= -128) & (ratio < 127), g,
                                                              torch.zeros_like(g)),
