@@ -46,8 +46,18 @@ JOBS=()
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
+  set +e +o pipefail   # a failing step here must not skip the next ones
   if [ ${#JOBS[@]} -gt 0 ] && [ -f "$T/slurm.conf" ]; then
-    SLURM_CONF=$T/slurm.conf scancel "${JOBS[@]}" 2>/dev/null || true
+    # Cancel, and wait (30 s at most) until slurmd has ended the jobs' processes.
+    export SLURM_CONF=$T/slurm.conf
+    scancel "${JOBS[@]}" 2>/dev/null || true
+    for _ in $(seq 60); do
+      [ -z "$(squeue -h -t all -j "$(IFS=,; echo "${JOBS[*]}")" -o %T 2>/dev/null \
+              | grep -Ev 'COMPLETED|CANCELLED|FAILED|TIMEOUT|PREEMPTED|NODE_FAIL|OUT_OF_MEMORY')" ] && break
+      sleep 0.5
+    done
+    pids=$(scontrol listpids 2>/dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/ { print $1 }')
+    [ -z "$pids" ] || { say "killing job processes left: $pids"; kill -9 $pids 2>/dev/null || true; }
   fi
   # slurmd first (it ends its job steps), then slurmctld, then munged.
   for ((i = ${#DAEMONS[@]} - 1; i >= 0; i--)); do
