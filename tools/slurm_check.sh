@@ -220,9 +220,13 @@ while read -r line; do
 done < <(scontrol -o show job "$ARRAY"; scontrol -o show job "$FINISH")
 say "array + finish step: $(elapsed "$start" "$end") s from submission to the end"
 for f in "$COURSE"/slurm-*.out; do
-  [ -s "$f" ] && { say "$(basename "$f"):"; sed 's/^/    /' "$f"; }
+  # The last state of tqdm's progress bar (\r-separated) and every other line.
+  [ -s "$f" ] && { say "$(basename "$f"):"; sed -e 's/.*\r//' -e 's/^/    /' "$f"; }
 done
 [ "$failed" = 0 ] || die "a job did not complete (logs: $T/log, KEEP=1 keeps them)"
+# The shares did all the work: the finish step found every result current.
+grep -q '^graded 0 notebooks' "$COURSE/slurm-$FINISH.out" \
+  || die "the finish step graded notebooks the shards should have: $(cat "$COURSE/slurm-$FINISH.out")"
 
 # --- one run on one machine, and the comparison --------------------------------------------------
 say "one run: python -m autograder grade submitted --out single"
