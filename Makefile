@@ -8,7 +8,7 @@ TORCH_SPEC ?= -c constraints.txt torch
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup jail browser demo test build clean mutants newest-torch
+.PHONY: setup jail browser demo test build clean mutants newest-torch slurm-check k8s-check
 
 setup: $(VENV)/.installed jail
 
@@ -63,6 +63,17 @@ mutants: setup
 NEWEST_VENV ?= .venv-newest
 newest-torch: setup
 	$(BIN)/python tools/newest_torch.py --venv $(NEWEST_VENV) $(A)
+
+# `make slurm-check`: a one-node Slurm cluster on localhost (as root; installs slurm-wlm and munge
+# when missing) grades sample submissions with docs/batch.md's job array in 4 shards and checks the
+# merged results equal one run (tools/slurm_check.sh; minutes, so CI does not run it).
+slurm-check: setup
+	bash tools/slurm_check.sh
+
+# `make k8s-check`: docs/batch.md's Kubernetes manifests against the Kubernetes API schemas
+# (kubernetes-validate, offline, in a venv of its own under $(VENV)).
+k8s-check:
+	bash tools/k8s_check.sh $(abspath $(VENV))/k8s-validate
 
 build: setup
 	$(BIN)/python -m autograder build
