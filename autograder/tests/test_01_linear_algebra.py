@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from autograder.compare import expect_tensor, stale
+from autograder.compare import expect_tensor, raised_hint, stale
 from autograder.notebook import stand_ins
 from autograder.tests.data import rand, sweep
 
@@ -119,10 +119,10 @@ def _linear_mistakes(x, W, b):
 def _check_linear(student, x, W, b, earlier=None):
     expected = F.linear(x, W, b)
     reply = student.call("linear_forward", x, W, b)
-    got = student.result("linear_forward", reply, (x, W, b),
-                         hint="b may be None (a layer without bias)." if b is None else
-                         "x may be 1-D (a single sample)." if x.dim() == 1 else
-                         "an empty batch (0, in) gives an empty output (0, out)." if not len(x) else "")
+    got = student.result("linear_forward", reply, (x, W, b), hint=raised_hint(
+        reply, "b may be None (a layer without bias)." if b is None else
+        "x may be 1-D (a single sample)." if x.dim() == 1 else
+        "an empty batch (0, in) gives an empty output (0, out)." if not len(x) else ""))
     mistakes = stale(_linear_mistakes(x, W, b), "linear_forward", earlier)
     expect_tensor(got, expected, student.signature("linear_forward", (x, W, b)), mistakes=mistakes)
     return got
