@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from autograder.compare import alternatives, expect_tensor, fail, raised_hint
 from autograder.tests.data import rand
 from autograder.jail.wire import Recipe, Unsupported
-from autograder.tests.repeat import SECOND_CALL, again, state_hint
+from autograder.tests.repeat import SECOND_CALL, again
 
 ASSIGNMENT = "04_computational_graph"
 graded = pytest.mark.graded
@@ -472,8 +472,8 @@ def _copy_of_leaf(tensor, leaves) -> bool:
     leaf's memory (a .detach(), .data or a view) or holds a leaf's values (a .clone())."""
     if tensor.info.shares is not None:
         return True
-    return any(tensor.shape == leaf.shape and torch.equal(tensor.detach(), leaf.detach())
-               for leaf in leaves)
+    return any(tensor.shape == leaf.shape and tensor.dtype == leaf.dtype
+               and torch.equal(tensor.detach(), leaf.detach()) for leaf in leaves)
 
 
 def identity_mistakes(t, origin_of) -> dict[str, list[str]]:
@@ -481,7 +481,8 @@ def identity_mistakes(t, origin_of) -> dict[str, list[str]]:
     leaves = [n.variable for n in dfs(t) if hasattr(n, "variable")]
     kept: list = []
     for leaf in leaves:
-        if not any(leaf.shape == k.shape and torch.equal(leaf, k) for k in kept):
+        if not any(leaf.shape == k.shape and leaf.dtype == k.dtype and torch.equal(leaf, k)
+                   for k in kept):
             kept.append(leaf)
     return {
         "two distinct leaves with equal values are different tensors, and both are leaves: "
