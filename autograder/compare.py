@@ -13,7 +13,8 @@ import torch
 
 from autograder.jail.wire import Unsupported
 
-__all__ = ["GradingFailure", "expect_tensor", "expect_equal", "fail"]
+__all__ = ["GradingFailure", "alternatives", "expect_tensor", "expect_equal", "fail", "raised_hint",
+           "stale"]
 
 TOLERANCE = {torch.float64: (1e-7, 1e-9), torch.float32: (1e-4, 1e-5),
              torch.float16: (1e-2, 1e-3), torch.bfloat16: (2e-2, 1e-2)}
@@ -89,6 +90,10 @@ def stale(mistakes: dict, name: str, earlier) -> dict:
 
 
 def _diagnose(got: torch.Tensor, expected: torch.Tensor, mistakes) -> str:
+    """The hint of every mistake whose value on this input is the learner's value. When two
+    mistakes give the same value here (a summed loss and a doubled gradient, when the output has
+    2 entries), both are named as alternatives: naming one alone could blame the wrong one."""
+    matches = []
     for hint, wrong in (mistakes or {}).items():
         try:
             candidate = wrong()
@@ -98,8 +103,40 @@ def _diagnose(got: torch.Tensor, expected: torch.Tensor, mistakes) -> str:
                 candidate.dtype == expected.dtype and _close(candidate, expected)):
             continue  # on this input the mistake gives the right answer: it cannot be the cause
         if _close(got.to(candidate.dtype), candidate):
-            return f"\nHint: {hint}"
-    return ""
+            matches.append(hint)
+    return alternatives(matches)
+
+
+def alternatives(hints) -> str:
+    """"\nHint: ..." for one matching mistake; for several, each of them as an alternative."""
+    hints = list(dict.fromkeys(hints))
+    if not hints:
+        return ""
+    if len(hints) == 1:
+        return f"\nHint: {hints[0]}"
+    return "\nHint: on this input more than one mistake gives this value: " + " Or: ".join(
+        f"({i}) {text}" for i, text in enumerate(hints, 1))
+
+
+RAISED = {
+    "Boolean value of Tensor with more than one": (
+        "a tensor with several values has no single truth value, so `if t:`, `t in a_list`, "
+        "`t == u` used as a condition and `and`/`or` on tensors raise this. To test for a missing "
+        "argument write `if b is not None:`; to find a tensor in a list compare identities "
+        "(`any(t is u for u in items)`, or a set of id(t))."),
+}
+"""A phrase of an exception's message -> what it means, whatever the input was."""
+
+
+def raised_hint(reply, context: str = "") -> str:
+    """The hint for a call that raised: the meaning of a known error message when there is one
+    (it names the mistake), else `context` (what this test's input has that is special)."""
+    exc = getattr(reply, "exception", None)
+    if getattr(reply, "status", "") == "exception" and exc is not None:
+        for phrase, meaning in RAISED.items():
+            if phrase in exc.message:
+                return meaning
+    return context
 
 
 def expect_equal(got, expected, what: str, hint: str = "") -> None:

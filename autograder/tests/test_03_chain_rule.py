@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from autograder.compare import expect_tensor, fail, stale
 from autograder.notebook import stand_ins
 from autograder.tests.data import away_from_zero, rand
+from autograder.tests.repeat import again
 
 ASSIGNMENT = "03_chain_rule"
 graded = pytest.mark.graded
@@ -63,8 +64,8 @@ def _check_mse_loss(student, y_hat, y, earlier=None):
 @graded("mse_loss", points=1, visible=True)
 def test_mse_loss_vector(student):
     """a vector of 6 predictions matches F.mse_loss"""
-    _check_mse_loss(student, torch.tensor([0.5, -1.0, 2.0, 0.0, 1.5, -0.5]),
-                    torch.tensor([1.0, -1.0, 0.0, 0.5, 1.0, 0.0]))
+    again(_check_mse_loss, student, torch.tensor([0.5, -1.0, 2.0, 0.0, 1.5, -0.5]),
+          torch.tensor([1.0, -1.0, 0.0, 0.5, 1.0, 0.0]), name="mse_loss")
 
 
 @graded("mse_loss", points=1, visible=True)
@@ -108,8 +109,8 @@ def _check_mse_loss_grad(student, y_hat, y, earlier=None):
 @graded("mse_loss_grad", points=1, visible=True)
 def test_mse_loss_grad_vector(student):
     """a vector of 5 predictions matches autograd"""
-    _check_mse_loss_grad(student, torch.tensor([0.5, -1.0, 2.0, 0.0, 1.5]),
-                         torch.tensor([1.0, -1.0, 0.0, 0.5, 1.0]))
+    again(_check_mse_loss_grad, student, torch.tensor([0.5, -1.0, 2.0, 0.0, 1.5]),
+          torch.tensor([1.0, -1.0, 0.0, 0.5, 1.0]), name="mse_loss_grad")
 
 
 @graded("mse_loss_grad", points=1, visible=True)
@@ -169,8 +170,8 @@ def _check_linear_backward(student, grad_out, x, W, b, earlier=None):
 @graded("linear_backward", points=1, visible=True)
 def test_linear_backward_batch(student):
     """a batch of 5 through a 4 -> 3 layer matches y.backward(grad_out)"""
-    _check_linear_backward(student, rand(5, 3, seed=320), rand(5, 4, seed=321),
-                           rand(3, 4, seed=322), rand(3, seed=323))
+    again(_check_linear_backward, student, rand(5, 3, seed=320), rand(5, 4, seed=321),
+          rand(3, 4, seed=322), rand(3, seed=323), name="linear_backward")
 
 
 @graded("linear_backward", points=1)
@@ -240,7 +241,8 @@ def _check_relu_backward(student, grad_out, z, earlier=None):
 @graded("relu_backward", points=1, visible=True)
 def test_relu_backward_small(student):
     """a 4x5 input away from zero matches autograd for torch.relu"""
-    _check_relu_backward(student, rand(4, 5, seed=370), away_from_zero(4, 5, seed=371))
+    again(_check_relu_backward, student, rand(4, 5, seed=370), away_from_zero(4, 5, seed=371),
+          name="relu_backward")
 
 
 @graded("relu_backward", points=1, visible=True)
@@ -336,7 +338,8 @@ def _params(n_in, hidden, out, seed, dtype=F32):
 @graded("mlp_backward", points=1, visible=True)
 def test_mlp_backward_small(student):
     """a 3 -> 6 -> 2 network on a batch of 8 matches loss.backward() (twice, new values)"""
-    first = _check_mlp(student, rand(8, 3, seed=380), rand(8, 2, seed=381), _params(3, 6, 2, seed=382))
+    first = again(_check_mlp, student, rand(8, 3, seed=380), rand(8, 2, seed=381),
+                  _params(3, 6, 2, seed=382), name="mlp_backward")
     _check_mlp(student, rand(8, 3, seed=386), rand(8, 2, seed=387), _params(3, 6, 2, seed=388),
                earlier=first)
 

@@ -12,9 +12,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.compare import expect_tensor, fail
+from autograder.compare import alternatives, expect_tensor, fail, raised_hint
 from autograder.tests.data import rand
 from autograder.jail.wire import Recipe, Unsupported
+from autograder.tests.repeat import SECOND_CALL, again
 
 ASSIGNMENT = "04_computational_graph"
 graded = pytest.mark.graded
@@ -111,6 +112,22 @@ def float64_chain(seed):
     NAMED["a"], NAMED["b"] = a, b
     c = (a * b).relu()
     return (c.sum(0) * b).exp().mean() + (a - 1).abs().sum()
+
+
+def equal_leaves(seed):
+    v, s = _values(seed, 3), _values(seed + 1, ())
+    a, b = v.clone().requires_grad_(), v.clone().requires_grad_()   # distinct leaves, equal values
+    c, d = s.clone().requires_grad_(), s.clone().requires_grad_()   # two 0-d ones, equal values
+    NAMED.update(a=a, b=b, c=c, d=d)
+    h = a * b                                                       # h is used twice
+    return (h * c + h.sin() * d).sum()
+
+
+def equal_scalars(seed):
+    s = _values(seed, ())
+    c, d, e = s.clone().requires_grad_(), s.clone().requires_grad_(), _values(seed + 1, ()).requires_grad_()
+    NAMED.update(c=c, d=d, e=e)
+    return (c * e) * (d + e)
 
 
 def no_graph(kind):
@@ -252,27 +269,54 @@ def walk_mistakes(t):
 def walk_hint(matches: list[str]) -> str:
     """The hint for the mistakes whose walk gives the learner's list: one, or each of several
     (on a small graph two mistakes can give the same order; never blame just one of them)."""
-    matches = list(dict.fromkeys(matches))
-    if not matches:
-        return ""
-    if len(matches) == 1:
-        return f"\nHint: {matches[0]}"
-    return "\nHint: on this graph more than one mistake gives this order: " + " Or: ".join(
-        f"({i}) {text}" for i, text in enumerate(matches, 1))
+    return alternatives(matches)
+
+
+REVERSED = ("the list is in reverse order (last node first): build it in the order the walk "
+            "visits the nodes (append, not insert(0, ...), and no reversed() at the end).")
+EMPTY_AGAIN = ("a second walk of the same graph returned nothing: does {name} keep its `seen` "
+               "set between calls (a mutable default argument like seen=set() is made once and "
+               "shared by every call)? Make the set inside the function.")
+EARLIER = ("the list starts with {what} from an earlier call: does {name} keep its list between "
+           "calls (a mutable default argument like out=[] is made once and shared by every "
+           "call)? Make the list inside the function.")
+
+
+def repeat_hint(name: str, got: list, expected: list, walks: int) -> str:
+    """The hint for a list that a state kept between calls gives: [] on a second walk of the
+    same graph (the seen set kept), or the earlier calls' items followed by this graph's."""
+    if walks > 1 and got == [] and expected:
+        return alternatives([EMPTY_AGAIN.format(name=name)])
+    extra = got[:len(got) - len(expected)]   # leaf_tensors: tensors not of this graph are None
+    if extra and got[len(extra):] == expected and (name == "graph_nodes" or set(extra) == {None}):
+        what = "names" if name == "graph_nodes" else "tensors"
+        return alternatives([EARLIER.format(name=name, what=what)])
+    return ""
 
 
 SKIP_NONE = ("skip None: t.grad_fn is None for a tensor without a graph, and next_functions "
              "holds None for inputs that need no gradient.")
 
 
-def call_walk(student, function: str, name: str, args: tuple, about: str):
-    """The learner's graph_nodes / leaf_tensors for the recipe's tensor, or a failed test."""
+COMPARED_BY_VALUE = ("must match the size of tensor",)
+"""Errors that `leaf in leaves` gives when it compares tensors of other shapes with ==."""
+
+
+def call_walk(student, function: str, name: str, args: tuple, about: str, walks: int = 1):
+    """The learner's graph_nodes / leaf_tensors for the recipe's tensor, or a failed test;
+    with walks=2, the answer of a second call on the same graph (SECOND_CALL)."""
     t = recipe(name, *args, label="t")
-    reply = student.call(function, t)
+    reply = student.call(function, t) if walks == 1 else student.drive(function, SECOND_CALL, t)
     about = about or name
     hint = f"Here {about}." if about.startswith("t = ") else f"t here is {about}."
     if reply.status == "exception" and "NoneType" in reply.exception.message:
         hint += " " + SKIP_NONE[0].upper() + SKIP_NONE[1:]
+    hint = raised_hint(reply, hint)
+    if function == "leaf_tensors" and reply.status == "exception" and any(
+            phrase in reply.exception.message for phrase in COMPARED_BY_VALUE):
+        hint = ("`leaf in leaves` compares tensors with ==, value by value, which fails for "
+                "tensors of different shapes (and merges distinct leaves of equal values): "
+                "compare identities, `any(leaf is u for u in leaves)`, or keep a set of nodes.")
     return student.result(function, reply, (t,), hint=hint)
 
 
@@ -284,11 +328,12 @@ def _show(items: list) -> str:
 # ---------------------------------------------------------------------------
 # graph_nodes
 
-def check_graph_nodes(student, name: str, *args, about: str = ""):
+def check_graph_nodes(student, name: str, *args, about: str = "", walks: int = 1):
     t, _ = build(name, *args)
     expected = names(dfs(t))
-    got = call_walk(student, "graph_nodes", name, args, about)
-    what = f"graph_nodes(t) for {about or name}"
+    got = call_walk(student, "graph_nodes", name, args, about, walks)
+    what = f"graph_nodes(t) for {about or name}" + (
+        ", called a second time on the same graph" if walks > 1 else "")
     if isinstance(got, (list, tuple)) and got and all(isinstance(g, Unsupported) for g in got):
         fail(f"{what} returned a list of node objects; return their names, "
              f"type(node).__name__, e.g. {expected[0]!r}.")
@@ -299,8 +344,10 @@ def check_graph_nodes(student, name: str, *args, about: str = ""):
     got = list(got)
     if got == expected:
         return
-    hint = walk_hint([text for text, wrong in walk_mistakes(t).items()
-                      if names(wrong) == got and names(wrong) != expected])
+    hint = repeat_hint("graph_nodes", got, expected, walks) or walk_hint(
+        [text for text, wrong in walk_mistakes(t).items()
+         if names(wrong) == got and names(wrong) != expected]
+        + ([REVERSED] if got == expected[::-1] != expected else []))
     if not hint and got == _dedup(names(dfs(t, once=False))):
         hint = ("\nHint: nodes that are different but share a name were merged: keep the nodes "
                 "themselves in your `seen` set, not their names.")
@@ -342,13 +389,16 @@ def test_graph_nodes_mlp(student):
 
 @graded("graph_nodes", points=1, visible=True)
 def test_graph_nodes_shared(student):
-    """nodes reached twice (a tensor used twice, a layer used twice) are listed once"""
-    for name in ("shared_product", "tied_layer"):
+    """nodes reached twice (a tensor used twice, a layer used twice) are listed once; a second
+    walk of the same graph gives the same list"""
+    for name in ("shared_product", "tied_layer", "equal_leaves"):
         t, _ = build(name, 4)
         authoring_check(len(dfs(t, once=False)) > len(dfs(t)), f"{name} must reach a node twice")
     check_graph_nodes(student, "shared_product", 4, about="t = sum(h * h + tanh(h)), h = w * x")
     check_graph_nodes(student, "tied_layer", 4,
                       about="the same nn.Linear applied twice (tied weights)")
+    check_graph_nodes(student, "equal_leaves", 4, walks=2,
+                      about="t = sum(h * c + sin(h) * d), h = a * b")
 
 
 @graded("graph_nodes", points=1)
@@ -377,14 +427,15 @@ def _leaf_origins(nodes, origin_of) -> list[str]:
     return [origin_of[id(n.variable)] for n in nodes if hasattr(n, "variable")]
 
 
-def check_leaf_tensors(student, name: str, *args, about: str = ""):
+def check_leaf_tensors(student, name: str, *args, about: str = "", walks: int = 1):
     t, named = build(name, *args)
     origin_of = _origins(named)
     leaves = [n.variable for n in dfs(t) if hasattr(n, "variable")]
     authoring_check(all(id(v) in origin_of for v in leaves), f"{name} keeps a leaf out of NAMED")
     expected = [origin_of[id(v)] for v in leaves]
-    got = call_walk(student, "leaf_tensors", name, args, about)
-    what = f"leaf_tensors(t) for {about or name}"
+    got = call_walk(student, "leaf_tensors", name, args, about, walks)
+    what = f"leaf_tensors(t) for {about or name}" + (
+        ", called a second time on the same graph" if walks > 1 else "")
     if not isinstance(got, (list, tuple)):
         kind = got.type_name if isinstance(got, Unsupported) else type(got).__name__
         fail(f"{what} returned a {kind}; expected a list of tensors ({len(expected)} here).")
@@ -400,24 +451,52 @@ def check_leaf_tensors(student, name: str, *args, about: str = ""):
     if got_origins == expected:
         return
     described = [o if o is not None else f"a new tensor {tuple(g.shape)}" for o, g in zip(got_origins, got)]
-    hint = ""
-    if None in got_origins:
+    hint = repeat_hint("leaf_tensors", got_origins, expected, walks)
+    if not hint and None in got_origins and all(
+            o is not None or _copy_of_leaf(g, leaves) for o, g in zip(got_origins, got)):
         hint = ("\nHint: some of the tensors are copies, not the leaves themselves. Return "
                 "node.variable as it is: .clone(), .detach(), .data or torch.tensor(...) make a "
                 "new tensor object, and an optimizer could not update the model through it.")
-    else:
+    if not hint and None not in got_origins:
         hint = walk_hint([text for text, wrong in walk_mistakes(t).items()
-                          if _leaf_origins(wrong, origin_of) == got_origins != expected])
+                          if _leaf_origins(wrong, origin_of) == got_origins != expected]
+                         + [text for text, wrong in identity_mistakes(t, origin_of).items()
+                            if wrong == got_origins != expected]
+                         + ([REVERSED] if got_origins == expected[::-1] != expected else []))
     fail(f"{what} returned {_show(described)}; expected the leaves {_show(expected)}, in "
          f"this order, each the very tensor object (compared with `is`).{hint}")
+
+
+def _copy_of_leaf(tensor, leaves) -> bool:
+    """Whether a returned tensor that is none of the leaves is a copy of one: it shares a
+    leaf's memory (a .detach(), .data or a view) or holds a leaf's values (a .clone())."""
+    if tensor.info.shares is not None:
+        return True
+    return any(tensor.shape == leaf.shape and tensor.dtype == leaf.dtype
+               and torch.equal(tensor.detach(), leaf.detach()) for leaf in leaves)
+
+
+def identity_mistakes(t, origin_of) -> dict[str, list[str]]:
+    """hint -> the leaves (as origins) that leaf_tensors gives when it merges leaves by value."""
+    leaves = [n.variable for n in dfs(t) if hasattr(n, "variable")]
+    kept: list = []
+    for leaf in leaves:
+        if not any(leaf.shape == k.shape and leaf.dtype == k.dtype and torch.equal(leaf, k)
+                   for k in kept):
+            kept.append(leaf)
+    return {
+        "two distinct leaves with equal values are different tensors, and both are leaves: "
+        "compare by identity (`is`, id(), or a set of the nodes), not by value (torch.equal, "
+        "==, `in` on a list of 0-d tensors).": [origin_of[id(v)] for v in kept],
+    }
 
 
 @graded("leaf_tensors", points=1, visible=True)
 def test_leaf_tensors_notebook_graphs(student):
     """the leaves of sum(w * x + b) and of a 2-layer network's loss are the tensors themselves"""
-    check_leaf_tensors(student, "affine_sum", 0, about="t = sum(w * x + b)")
-    check_leaf_tensors(student, "mlp_loss", 1, 5, 3, 4, 2,
+    check_leaf_tensors(student, "mlp_loss", 1, 5, 3, 4, 2,     # 4 leaves: mistaken orders differ
                        about="the MSE loss of nn.Sequential(Linear(3, 4), ReLU(), Linear(4, 2))")
+    check_leaf_tensors(student, "affine_sum", 0, about="t = sum(w * x + b)")
 
 
 @graded("leaf_tensors", points=1, visible=True)
@@ -429,10 +508,22 @@ def test_leaf_tensors_no_grad_fn(student):
 
 @graded("leaf_tensors", points=1, visible=True)
 def test_leaf_tensors_shared(student):
-    """a parameter reached twice (tied weights, a tensor used twice) is listed once"""
+    """a parameter reached twice (tied weights, a tensor used twice) is listed once; distinct
+    leaves of equal values are each listed; a second walk of the same graph gives the same list"""
+    for name, about in (("equal_leaves", "t = sum(h * c + sin(h) * d), h = a * b, where a and b "
+                                          "hold equal values, and so do the 0-d c and d"),
+                        ("equal_scalars", "t = (c * e) * (d + e), where the 0-d c and d hold "
+                                          "equal values")):
+        t, named = build(name, 5)
+        origin_of = _origins(named)
+        authoring_check(identity_mistakes(t, origin_of) and all(
+            wrong != _leaf_origins(dfs(t), origin_of) for wrong in identity_mistakes(t, origin_of).values()),
+            f"{name} must have distinct leaves of equal values")
+        check_leaf_tensors(student, name, 5, about=about)
     check_leaf_tensors(student, "tied_layer", 2, about="the same nn.Linear applied twice")
     check_leaf_tensors(student, "shared_product", 3, about="t = sum(h * h + tanh(h)), h = w * x")
     check_leaf_tensors(student, "sin_cos", 4, about="t = sum(sin(a) cos(a)), a = exp(w)")
+    check_leaf_tensors(student, "tied_layer", 6, walks=2, about="the same nn.Linear applied twice")
 
 
 @graded("leaf_tensors", points=1)
@@ -474,6 +565,8 @@ SECOND_FORWARD = ("compute L from your h: L = F.mse_loss(model[2](h), y). Your f
                   "network forward more than once: a second forward pass (model(x)) makes a new h, "
                   "and backward() from that loss never reaches the h whose gradient you kept, so "
                   "its .grad stays None.")
+SUMMED = ("the loss was summed, not averaged: F.mse_loss (mean) divides by the number of entries, "
+          "N · out.")
 NO_BACKWARD = ("L.backward() was not called: every parameter's .grad is still None. Compute L = "
                "F.mse_loss(model[2](h), y), call L.backward(), then return h.grad.")
 
@@ -507,8 +600,7 @@ def check_hidden_grad(student, seed, sizes, x, y, dtype=F32, about=""):
         "of model[1], after the ReLU.": lambda: dz,
         "this is twice dL/dh: gradients add up, and backward() ran twice. Call L.backward() "
         "once.": lambda: 2 * dh,
-        "the loss was summed, not averaged: F.mse_loss (mean) divides by the number of entries, "
-        "N · out.": lambda: dh * y_hat.numel(),
+        SUMMED: lambda: dh * y_hat.numel(),
         "the loss was averaged over the batch only; F.mse_loss divides by every entry, N · out.":
             lambda: dh * (y_hat.numel() / y_hat.shape[0] if y_hat.dim() == 2 else 1.0),
         "this is dL/dŷ (the gradient at the output), not dL/dh.":
@@ -520,9 +612,14 @@ def check_hidden_grad(student, seed, sizes, x, y, dtype=F32, about=""):
 
 @graded("hidden_grad", points=1, visible=True)
 def test_hidden_grad_batch(student):
-    """dL/dh matches autograd for a batch of 6 (3 inputs, 4 hidden units, 2 outputs)"""
-    x, y = rand(6, 3, seed=40), rand(6, 2, seed=41)
-    check_hidden_grad(student, 40, (3, 4, 2), x, y, about="a batch of 6")
+    """dL/dh matches autograd for a batch of 6 (3 inputs, 4 hidden units, 3 outputs), called
+    twice with the same inputs, then with others"""
+    # 3 outputs: with 2, averaging over the batch only (x out) and a second backward() (x2)
+    # would give one value
+    x, y = rand(6, 3, seed=40), rand(6, 3, seed=41)
+    again(check_hidden_grad, student, 40, (3, 4, 3), x, y, about="a batch of 6", name="hidden_grad")
+    check_hidden_grad(student, 44, (3, 4, 3), rand(6, 3, seed=42), rand(6, 3, seed=43),
+                      about="another batch of 6")
 
 
 @graded("hidden_grad", points=1, visible=True)
@@ -541,7 +638,8 @@ def test_hidden_grad_parameter_grads(student):
                  "clear the gradients afterwards.")
         expect_tensor(param.info.grad, grad, what, mistakes={
             "this is twice what one L.backward() gives: gradients add up in .grad. Call "
-            "L.backward() once.": lambda grad=grad: 2 * grad})
+            "L.backward() once.": lambda grad=grad: 2 * grad,
+            SUMMED: lambda grad=grad: grad * y.numel()})
 
 
 @graded("hidden_grad", points=1, visible=True)
@@ -564,7 +662,8 @@ def test_hidden_grad_float64(student):
 @graded("hidden_grad", points=1)
 def test_hidden_grad_single_sample(student):
     """a single 1-D sample x of shape (in,)"""
-    sizes, x, y = (3, 4, 2), rand(3, seed=80), rand(2, seed=81)
+    # 3 outputs: with 2, a summed loss (x2) and a second backward() (x2) would give one value
+    sizes, x, y = (3, 4, 3), rand(3, seed=80), rand(3, seed=81)
     check_hidden_grad(student, 80, sizes, x, y, about="a single sample x of shape (3,)")
 
 
@@ -592,4 +691,5 @@ def test_hidden_grad_adds_to_existing_grads(student):
                 lambda name=name: earlier[name] + 2 * alone[name],
             ".grad still holds only the earlier gradient: call L.backward() on the loss.":
                 lambda name=name: earlier[name],
+            SUMMED: lambda name=name: earlier[name] + y.numel() * alone[name],
         })

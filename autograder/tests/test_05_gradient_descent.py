@@ -13,6 +13,7 @@ import torch
 from autograder.compare import _close, expect_tensor, fail
 from autograder.tests.data import rand
 from autograder.tests.optim import SGD
+from autograder.tests.repeat import again
 from autograder.jail.wire import Recipe, Unsupported
 
 ASSIGNMENT = "05_gradient_descent"
@@ -128,7 +129,7 @@ def check_values(student, params, lr, what):
 def test_sgd_step_values(student):
     """the parameters of a 2-layer network after one step equal torch.optim.SGD's"""
     params = make_params([(4, 3), (4,), (2, 4), (2,)], seed=10)
-    check_values(student, params, 0.1, "a 2-layer network")
+    again(check_values, student, params, 0.1, "a 2-layer network", name="sgd_step")
 
 
 def check_same_leaves(after):
@@ -347,7 +348,8 @@ def grads_for(shape, steps, seed, dtype=F32):
 @graded("sgd_momentum_update", points=1, visible=True)
 def test_momentum_plain(student):
     """momentum=0.9: five steps match torch.optim.SGD, buffer included"""
-    check_momentum(student, rand(5, seed=60), grads_for((5,), 5, 60), 0.1, momentum=0.9)
+    again(check_momentum, student, rand(5, seed=60), grads_for((5,), 5, 60), 0.1, momentum=0.9,
+          name="sgd_momentum_update")
 
 
 @graded("sgd_momentum_update", points=1, visible=True)

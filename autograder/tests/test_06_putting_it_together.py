@@ -4,10 +4,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.compare import expect_equal, expect_tensor, fail
+from autograder.compare import alternatives, expect_tensor, fail
 from autograder.tests.data import rand
 from autograder.tests.optim import SGD
 from autograder.jail.wire import Recipe
+from autograder.tests.repeat import SECOND_CALL, again, state_hint
 
 ASSIGNMENT = "06_putting_it_together"
 graded = pytest.mark.graded
@@ -39,9 +40,11 @@ def torch_train(x, y, params, lr, steps):
 
 
 def mistaken_train(x, y, params, lr, steps, *, divide_by="numel", factor=2.0, sign=1.0,
-                   slope_at_zero=False):
-    """What train_mlp returns with a known mistake in its backward pass or step."""
+                   slope_at_zero=False, mask=True, w2_first=False, bias="sum"):
+    """What train_mlp returns with a known mistake in its backward pass or step (the defaults:
+    none, the contract's training)."""
     W1, b1, W2, b2 = (params[k].clone() for k in KEYS)
+    reduce = {"sum": lambda g: g.sum(0), "mean": lambda g: g.mean(0), "none": lambda g: g}[bias]
     losses = []
     for _ in range(steps):
         z1 = x @ W1.T + b1
@@ -50,9 +53,13 @@ def mistaken_train(x, y, params, lr, steps, *, divide_by="numel", factor=2.0, si
         losses.append(((y_hat - y) ** 2).mean().item())
         divisor = y_hat.numel() if divide_by == "numel" else y_hat.shape[0]   # M, or the batch size N
         grad_y_hat = factor * (y_hat - y) / divisor
-        grad_z1 = (grad_y_hat @ W2) * ((z1 >= 0) if slope_at_zero else (z1 > 0)).to(z1.dtype)
-        grads = (grad_z1.T @ x, grad_z1.sum(0), grad_y_hat.T @ h, grad_y_hat.sum(0))
-        W1, b1, W2, b2 = (p - sign * lr * g for p, g in zip((W1, b1, W2, b2), grads))
+        if w2_first:   # W2 and b2 updated before W1's gradient is computed through W2
+            W2, b2 = W2 - sign * lr * grad_y_hat.T @ h, b2 - sign * lr * reduce(grad_y_hat)
+        slope = ((z1 >= 0) if slope_at_zero else (z1 > 0)).to(z1.dtype) if mask else 1.0
+        grad_z1 = (grad_y_hat @ W2) * slope
+        W1, b1 = W1 - sign * lr * grad_z1.T @ x, b1 - sign * lr * reduce(grad_z1)
+        if not w2_first:
+            W2, b2 = W2 - sign * lr * grad_y_hat.T @ h, b2 - sign * lr * reduce(grad_y_hat)
     return {"W1": W1, "b1": b1, "W2": W2, "b2": b2}, losses
 
 
@@ -70,7 +77,38 @@ def _train_mistakes(x, y, params, lr, steps, key):
         "loss goes up).": variant(sign=-1.0),
         "where z1 = x W1ᵀ + b1 is exactly 0 the ReLU's slope is 0, as in torch.relu's backward: "
         "test z1 > 0, not z1 >= 0.": variant(slope_at_zero=True),
+        "the backward pass skips the ReLU's mask: ∂L/∂z1 = (∂L/∂h) · 1[z1 > 0], zero where the "
+        "unit was off (without it the gradient is that of a network with no ReLU).":
+            variant(mask=False),
+        "W1's gradient was computed with the W2 already updated: compute every gradient from "
+        "the same forward pass first, before any update (∂L/∂h = G W2 uses the W2 of this "
+        "step's forward pass).": variant(w2_first=True),
+        "the bias gradients are the sum over the batch of the per-sample gradients "
+        "(G.sum(0)), not their mean: the 1/M of the loss is already in G.": variant(bias="mean"),
+        "the bias gradient must be summed over the batch (dim 0), G.sum(0), giving one value per "
+        "unit: without the sum b takes the shape (N, units).": variant(bias="none"),
     }
+
+
+def check_loss_count(call, losses, steps, expected_losses):
+    """One loss per step; a wrong count names the loop's bounds, or losses kept from an earlier
+    call (a default losses=[]), from the count and the values."""
+    if len(losses) == steps:
+        return
+    hints = []
+    if len(losses) > steps and _close_list(losses[len(losses) - steps:], expected_losses):
+        hints.append("the list starts with losses from an earlier call: " + state_hint("train_mlp"))
+    elif abs(len(losses) - steps) == 1:
+        hints.append(f"the loop ran {len(losses)} times: `for _ in range(steps):` runs exactly "
+                     "`steps` updates, with one loss recorded before each.")
+    fail(f"{call}: number of losses: expected {steps}, got {len(losses)} (one loss per step)."
+         f"{alternatives(hints)}")
+
+
+def _close_list(got, expected) -> bool:
+    return len(got) == len(expected) and (not got or torch.allclose(
+        torch.tensor(got, dtype=torch.float64), torch.tensor(expected, dtype=torch.float64),
+        rtol=1e-4, atol=1e-5))
 
 
 def check_training(student, x, y, params, lr, steps):
@@ -85,7 +123,7 @@ def check_training(student, x, y, params, lr, steps):
     if not isinstance(losses, list) or not all(isinstance(v, float) for v in losses):
         fail(f"{call}: losses should be a list of Python floats (use loss.item()); got "
              f"{type(losses).__name__} of {sorted({type(v).__name__ for v in losses}) if isinstance(losses, list) else '?'}.")
-    expect_equal(len(losses), steps, f"{call}: number of losses", "one loss per step")
+    check_loss_count(call, losses, steps, expected_losses)
     if steps:
         shifted = mistaken_train(x, y, params, lr, steps + 1)[1][1:]
         # Losses come from computations in x's dtype: compare them at that precision.
@@ -101,9 +139,10 @@ def check_training(student, x, y, params, lr, steps):
 
 @graded("train_mlp", points=1, visible=True)
 def test_train_matches_pytorch_small(student):
-    """5 steps on a 1-16-1 network match nn.Sequential + SGD"""
+    """5 steps on a 1-16-1 network match nn.Sequential + SGD, called twice with the same inputs"""
     x = torch.linspace(-3, 3, 32).unsqueeze(1)
-    check_training(student, x, torch.sin(x), make_params(1, 16, 1, seed=1), 0.1, 5)
+    again(check_training, student, x, torch.sin(x), make_params(1, 16, 1, seed=1), 0.1, 5,
+          name="train_mlp")
 
 
 @graded("train_mlp", points=1, visible=True)
@@ -118,6 +157,8 @@ def test_train_losses_before_each_update(student):
     start_loss = F.mse_loss(torch.relu(x @ params["W1"].T + params["b1"]) @ params["W2"].T + params["b2"], y)
     if not isinstance(losses, list) or not losses:
         fail(f"train_mlp(..., steps=3) returned losses={losses!r:.60}; expected a list of 3 floats.")
+    check_loss_count("train_mlp(x (12, 3), y (12, 2), params, lr=0.05, steps=3)", losses, 3,
+                     torch_train(x, y, params, 0.05, 3)[1])
     expect_tensor(torch.tensor([float(losses[0])]), start_loss.reshape(1),
                   "the first loss returned by train_mlp", check_dtype=False, mistakes={
                       "record the loss before the update: losses[0] is the loss of the starting parameters.":
@@ -187,7 +228,8 @@ def build_model(spec, seed, dtype="float32", stale=False):
     return scope["build"](spec, seed, dtype, stale), Recipe(MODELS, "build", (spec, seed, dtype, stale))
 
 
-def check_norms(student, spec, seed, x, y, dtype="float32", stale=False, floats=False):
+def check_norms(student, spec, seed, x, y, dtype="float32", stale=False, floats=False, walks=1):
+    """walks=2: the answer of a second call on the same model (repeat.SECOND_CALL)."""
     model, recipe = build_model(spec, seed, dtype, stale)
     linears = [m for m in model if isinstance(m, torch.nn.Linear)]
     F.mse_loss(model(x), y).backward()          # adds to the stale .grad, if any
@@ -195,9 +237,14 @@ def check_norms(student, spec, seed, x, y, dtype="float32", stale=False, floats=
     model.zero_grad()
     F.mse_loss(model(x), y).backward()
     expected = torch.tensor([m.weight.grad.norm().item() for m in linears], dtype=torch.float64)
-    got = student.layer_grad_norms(recipe, x, y)
+    if walks == 1:
+        got = student.layer_grad_norms(recipe, x, y)
+    else:
+        got = student.result("layer_grad_norms", student.drive("layer_grad_norms", SECOND_CALL,
+                                                                recipe, x, y), (recipe, x, y))
     what = (f"layer_grad_norms on a network with {len(linears)} nn.Linear layers"
-            + (" whose .grad already holds an earlier gradient" if stale else ""))
+            + (" whose .grad already holds an earlier gradient" if stale else "")
+            + (", called a second time on the same model" if walks > 1 else ""))
     if not isinstance(got, (list, tuple)):
         fail(f"{what} returned a {type(got).__name__}; expected a list of floats.")
     if floats and not all(isinstance(v, float) for v in got):
@@ -209,17 +256,34 @@ def check_norms(student, spec, seed, x, y, dtype="float32", stale=False, floats=
         values = torch.tensor([float(v) for v in got], dtype=torch.float64)
     except (TypeError, ValueError, RuntimeError):
         fail(f"{what} returned {got!r:.80}; expected a list of floats (use .item()).")
-    biases = [m.bias.grad.norm().item() for m in linears]
+
+    def norms(tensors):
+        return torch.tensor([t.norm().item() for t in tensors], dtype=torch.float64)
+    earlier = expected * (walks if not stale else 1)   # what a second backward() adds to .grad
+    others = len(list(model.parameters())) > 2 * len(linears)   # LayerNorm's parameters too
+    per_parameter = {
+        "return one norm per nn.Linear weight, not one per parameter: leave out the biases"
+        + (" and the other layers' parameters (LayerNorm's)" if others else "") + ".":
+            lambda: norms(p.grad for p in model.parameters())}
+    if others:
+        per_parameter["return one norm per nn.Linear weight, not one per parameter (leave out "
+                      "the biases)."] = lambda: norms(p.grad for m in linears for p in (m.weight, m.bias))
     expect_tensor(values, expected, what, check_dtype=False, mistakes={
-        "return one norm per nn.Linear weight, not one per parameter (leave out the biases).":
-            lambda: torch.tensor([v for pair in zip(expected.tolist(), biases) for v in pair], dtype=torch.float64),
+        **per_parameter,
+        "these are the norms of the biases' gradients: the exercise asks for the weights', "
+        "m.weight.grad.": lambda: norms(m.bias.grad for m in linears),
+        "these are the norms of the weights themselves: take the norm of their gradients, "
+        "m.weight.grad, after backward().": lambda: norms(m.weight for m in linears),
+        "only the nn.Linear layers count: other layers with a weight (LayerNorm) are not in the "
+        "list; keep the layers with isinstance(m, nn.Linear).":
+            lambda: norms(m.weight.grad for m in model if getattr(m, "weight", None) is not None),
         "the L2 norm is the square root of the sum of squares (tensor.norm()), not the sum of squares.":
             lambda: expected ** 2,
         "list the layers from the first (next to the input) to the last.": lambda: expected.flip(0),
         "use the mean squared error (F.mse_loss, mean over all entries), not the sum.":
             lambda: expected * y.numel(),
         "backward() adds to .grad, which already held an earlier gradient: clear it first "
-        "(model.zero_grad()).": lambda: accumulated,
+        "(model.zero_grad()).": lambda: accumulated if stale else earlier,
     })
 
 
@@ -247,7 +311,10 @@ def test_norms_with_layernorm_float64(student):
 
 @graded("layer_grad_norms", points=1)
 def test_norms_single_layer(student):
-    """a single nn.Linear with several outputs; a model whose .grad is already set"""
+    """a single nn.Linear with several outputs; a model whose .grad is already set; a second
+    call on the same model"""
     check_norms(student, [[5, 3]], 4, rand(7, 5, seed=90), rand(7, 3, seed=91))
     check_norms(student, [[3, 4], "relu", [4, 2]], 5, rand(5, 3, seed=92), rand(5, 2, seed=93),
                 stale=True)
+    check_norms(student, [[3, 4], "relu", [4, 2]], 6, rand(5, 3, seed=94), rand(5, 2, seed=95),
+                walks=2)
