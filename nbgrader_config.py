@@ -26,3 +26,6 @@ except ImportError:  # a learner's environment without the grader: validate need
 else:
     c.Autograde.sanitize_preprocessors = sanitize_preprocessors()
     c.Autograde.autograde_preprocessors = autograde_preprocessors(execute=True)
+    # The learner's feedback: no hidden tests, no mark scheme, learner output sanitized (bleach).
+    from autograder.nbgrader_plugin import feedback_preprocessors
+    c.GenerateFeedback.preprocessors = feedback_preprocessors()

@@ -376,14 +376,148 @@ def sanitize_preprocessors() -> list:
 def autograde_preprocessors(execute: bool = True) -> list:
     """nbgrader's own autograde steps, with its `Execute` replaced by `JailedExecute` (or, with
     `execute=False`, dropped: a much faster autograde whose feedback shows the grader's messages
-    but none of the learner's outputs) and `TrustedGrades` right after it."""
+    but none of the learner's outputs) and `TrustedGrades` right after it, then `LearnerHTML`
+    (learner output sanitized before anyone opens it) and `MarkSchemeForGraders`."""
     from nbgrader.converters import Autograde
     steps = []
     for step in Autograde.autograde_preprocessors.default():
         if step is Execute:
-            steps += ([JailedExecute] if execute else []) + [TrustedGrades]
+            steps += ([JailedExecute] if execute else []) + [TrustedGrades, LearnerHTML,
+                                                              MarkSchemeForGraders]
         else:
             steps.append(step)
     if TrustedGrades not in steps:
         raise RuntimeError("nbgrader's autograde has no Execute step to put the trusted grades after")
     return steps
+
+
+# --- What an instructor or a learner opens: sanitized learner output, no grader-only text -------
+
+import html as _html  # noqa: E402
+
+import bleach  # noqa: E402
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbconvert.preprocessors.sanitize import SanitizeHTML  # noqa: E402
+from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme, GetGrades  # noqa: E402
+
+SAFE_TAGS = sorted(set(bleach.ALLOWED_TAGS) | {
+    "p", "br", "hr", "div", "span", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "sub", "sup",
+    "table", "thead", "tbody", "tr", "th", "td", "img", "details", "summary", "dl", "dt", "dd"})
+SAFE_ATTRIBUTES = {**bleach.ALLOWED_ATTRIBUTES, "img": ["src", "alt", "width", "height"],
+                   "th": ["colspan", "rowspan", "align"], "td": ["colspan", "rowspan", "align"]}
+
+
+class LearnerHTML(SanitizeHTML):
+    """nbconvert's `SanitizeHTML` (bleach) over what the learner made: every code cell's outputs
+    (HTML and markdown cleaned, JavaScript, SVG and other active types dropped), and the markdown
+    or raw cells in which bleach finds markup it would remove. Markdown without such markup
+    (`a < b`, `$z > 0$`) and the source notebook's own cells (a code span `<Name>Backward`) are
+    left exactly as written, since escaping them would change how they render. Runs in `autograde` (so the notebook stored in autograded/,
+    which the formgrader shows, is clean) and again in `generate_feedback`."""
+
+    enabled = Bool(True).tag(config=True)  # nbconvert's preprocessors are off unless enabled
+
+    def __init__(self, **kw):
+        kw.setdefault("tags", SAFE_TAGS)
+        kw.setdefault("attributes", SAFE_ATTRIBUTES)
+        super().__init__(**kw)
+
+    def _has_markup(self, text: str) -> bool:
+        stripped = bleach.clean(text, tags=self.tags, attributes=self.attributes, strip=True,
+                                strip_comments=True)
+        return _html.unescape(stripped) != text
+
+    def _course_text(self, resources) -> set[str]:
+        """The markdown and raw cells of the assignment's source notebook: the course's own."""
+        parent, info = self.parent, resources.get("nbgrader", {})
+        while parent is not None and getattr(parent, "coursedir", None) is None:
+            parent = getattr(parent, "parent", None)
+        if parent is None or not info.get("assignment") or not info.get("notebook"):
+            return set()
+        path = Path(parent.coursedir.format_path(parent.coursedir.source_directory, ".",
+                                                 info["assignment"])) / f"{info['notebook']}.ipynb"
+        try:
+            nb = nbformat.read(path, as_version=4)
+        except (OSError, ValueError):
+            return set()
+        return {c.source for c in nb.cells if c.cell_type in ("markdown", "raw")}
+
+    def preprocess(self, nb, resources):
+        self._trusted = self._course_text(resources)
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type == "code":
+            cell.outputs = self.sanitize_code_outputs(cell.get("outputs", []))
+        elif (cell.cell_type in ("markdown", "raw") and cell.source not in getattr(self, "_trusted", ())
+              and self._has_markup(cell.source)):
+            cell.source = self.sanitize_html_tags(cell.source)
+        return cell, resources
+
+
+class _Lenient:
+    """nbgrader's clearing step, not insisting that only grade/task cells carry the markers (a
+    learner may type them in an answer) and leaving a learner's cell with an unmatched marker as
+    it is; the course's own cells always pair them (`nbgrader generate_assignment` checks)."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        kept = cell.source
+        try:
+            return super().preprocess_cell(cell, resources, cell_index)
+        except RuntimeError:
+            cell.source = kept
+            return cell, resources
+
+
+class FeedbackClearHiddenTests(_Lenient, ClearHiddenTests):
+    """No `### BEGIN HIDDEN TESTS` block (the grader's scaffolding) in the learner's feedback."""
+
+    enforce_metadata = Bool(False).tag(config=True)
+
+
+class FeedbackClearMarkScheme(_Lenient, ClearMarkScheme):
+    """No mark scheme (the written answer's rubric) in the learner's feedback."""
+
+    enforce_metadata = Bool(False).tag(config=True)
+
+
+MARK_SCHEME_LINE = "<!-- {} MARK SCHEME: shown to graders only, removed from the feedback -->"
+
+
+class MarkSchemeForGraders(NbGraderPreprocessor):
+    """In the notebook the formgrader shows, the mark scheme's `### BEGIN/END MARK SCHEME` lines
+    become HTML comments (not rendered), which `generate_feedback` still finds and removes with
+    the text between them (nbgrader's ClearMarkScheme matches the words, not the `###`)."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type == "markdown" and _nbgrader(cell).get("task"):
+            lines = cell.source.split("\n")
+            for i, line in enumerate(lines):
+                for word in ("BEGIN", "END"):
+                    if line.strip() == f"### {word} MARK SCHEME":
+                        lines[i] = MARK_SCHEME_LINE.format(word)
+            cell.source = "\n".join(lines)
+        return cell, resources
+
+
+WRAP_CSS = "div.output_area pre, div.input_area pre { white-space: pre-wrap; overflow-wrap: anywhere; }"
+
+
+class WrapLongLines(NbGraderPreprocessor):
+    """Long lines in the feedback's code and output boxes wrap instead of running off the box."""
+
+    def preprocess(self, nb, resources):
+        resources.setdefault("inlining", {}).setdefault("css", []).append(WRAP_CSS)
+        return nb, resources
+
+
+def feedback_preprocessors() -> list:
+    """`GenerateFeedback.preprocessors`: nbgrader's (GetGrades, CSSHTMLHeaderPreprocessor) with
+    the hidden tests and the mark scheme cleared, learner output sanitized, long lines wrapped."""
+    from nbgrader.converters import GenerateFeedback
+    default = list(GenerateFeedback.preprocessors.default())
+    if default != [GetGrades, CSSHTMLHeaderPreprocessor]:
+        raise RuntimeError(f"nbgrader's feedback steps changed: {default}")
+    return [GetGrades, FeedbackClearHiddenTests, FeedbackClearMarkScheme, LearnerHTML,
+            CSSHTMLHeaderPreprocessor, WrapLongLines]
+
