@@ -29,3 +29,6 @@ else:
     # The learner's feedback: no hidden tests, no mark scheme, learner output sanitized (bleach).
     from autograder.nbgrader_plugin import feedback_preprocessors
     c.GenerateFeedback.preprocessors = feedback_preprocessors()
+    # nbgrader export: every text cell that a spreadsheet would read as a formula is quoted.
+    from autograder.nbgrader_plugin import SpreadsheetSafeCsvExport
+    c.ExportApp.plugin_class = SpreadsheetSafeCsvExport
