@@ -39,8 +39,9 @@ import nbformat
 from jupyter_client.manager import AsyncKernelManager
 from nbclient.util import run_sync
 from nbformat.v4 import new_output
+from nbgrader.api import MissingEntry
 from nbgrader.preprocessors import (DeduplicateIds, Execute, NbGraderPreprocessor,
-                                    OverwriteCells)
+                                    OverwriteCells, SaveAutoGrades)
 from traitlets import Bool
 
 from autograder import jailer
@@ -327,6 +328,22 @@ class RestoreGradeCells(OverwriteCells):
 
     add_missing_cells = Bool(True).tag(config=True)
 
+    def preprocess_cell(self, cell, resources, cell_index):
+        """nbgrader's, without its "checksum has changed!" warning for a locked cell handed in as
+        released: the gradebook keeps the source's text (hidden tests, mark scheme) and its
+        checksum, the release has them cleared, so every untouched test cell and rubric differed.
+        Such a cell gets the gradebook's text back first; any other change is still reported."""
+        grade_id = _nbgrader(cell).get("grade_id")
+        if grade_id:
+            try:
+                source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+            except MissingEntry:
+                source = None
+            if (source is not None and source.locked and cell.cell_type == source.cell_type
+                    and cell.source != source.source and cell.source == _released(source)):
+                cell.source = source.source
+        return super().preprocess_cell(cell, resources, cell_index)
+
     def add_missing_grade_cells(self, nb, resources):
         source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
         order = {cell.name: i for i, cell in enumerate(source_nb.source_cells)}
@@ -356,6 +373,83 @@ class RestoreGradeCells(OverwriteCells):
         return nb, resources
 
 
+def _released(source) -> str:
+    """The text `generate_assignment` releases for a gradebook source cell: hidden tests and mark
+    scheme cleared by nbgrader's own steps."""
+    cell = nbformat.from_dict({"cell_type": source.cell_type, "source": source.source,
+                               "metadata": {"nbgrader": {"grade_id": source.name}},
+                               **({"outputs": [], "execution_count": None}
+                                  if source.cell_type == "code" else {})})
+    for step in (FeedbackClearHiddenTests(), FeedbackClearMarkScheme()):
+        cell, _ = step.preprocess_cell(cell, {}, 0)
+    return cell.source
+
+
+class SaveGrades(SaveAutoGrades):
+    """nbgrader's `SaveAutoGrades`, and: a written answer left unanswered ("YOUR ANSWER HERE" or
+    blank) scores 0 and needs no manual grade; a 0-point task cell (one that only carries the
+    mark scheme for the grader) needs no manual grade. nbgrader flags both, so every submission
+    was "Needs Manual Grade?", the empty ones included; an answered one still is."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        meta = _nbgrader(cell)
+        unanswered = (meta.get("grade") and meta.get("solution") and cell.cell_type == "markdown"
+                      and cell.source.strip() in ("", "YOUR ANSWER HERE"))
+        no_points = meta.get("task") and float(meta.get("points") or 0) == 0
+        if unanswered or no_points:
+            try:
+                grade = self.gradebook.find_grade(meta["grade_id"], self.notebook_id,
+                                                  self.assignment_id, self.student_id)
+            except MissingEntry:
+                return cell, resources
+            grade.auto_score = 0.0
+            grade.needs_manual_grade = grade.manual_score is not None
+            self.gradebook.db.commit()
+        return cell, resources
+
+
+_IN_GRADEBOOK: set[tuple[str, str]] = set()
+
+
+def gradebook_from_source(config=None):
+    """`Autograde.pre_convert_hook`: an assignment that is in source/ but not in the gradebook
+    (a fresh clone: release/ is committed, gradebook.db is not) is put there by nbgrader's own
+    `generate_assignment`, into a throwaway release folder, before the first submission is
+    graded; nbgrader's autograde would otherwise stop with "No assignment ... in the database".
+    `config` is the course config (for its course id and gradebook)."""
+    import subprocess
+    import sys
+
+    from nbgrader.api import Gradebook
+    from nbgrader.coursedir import CourseDirectory
+
+    from autograder.build import tool_env
+
+    def hook(assignment, student, notebooks):
+        root = os.getcwd()  # nbgrader's converters run from the course root
+        if not assignment or (root, assignment) in _IN_GRADEBOOK:
+            return
+        coursedir = CourseDirectory(config=config, root=root) if config else CourseDirectory(root=root)
+        folder = Path(coursedir.format_path(coursedir.source_directory, ".", assignment))
+        wanted = {p.stem for p in folder.glob("*.ipynb")}
+        with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+            try:
+                have = {nb.name for nb in gb.find_assignment(assignment).notebooks}
+            except MissingEntry:
+                have = set()
+        if wanted and not wanted <= have:
+            with tempfile.TemporaryDirectory() as tmp:
+                done = subprocess.run(
+                    [sys.executable, "-m", "nbgrader", "generate_assignment", assignment,
+                     f"--CourseDirectory.release_directory={tmp}", "--log-level=ERROR"],
+                    cwd=root, env=tool_env(), capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"nbgrader generate_assignment {assignment}: {done.stderr}")
+        _IN_GRADEBOOK.add((root, assignment))
+    return hook
+
+
 def sanitize_preprocessors() -> list:
     """nbgrader's own sanitize steps, with `RepairCellMetadata` and `DeduplicateCopies` in place of
     `DeduplicateIds`, and `RestoreGradeCells` in place of `OverwriteCells`."""
@@ -377,16 +471,19 @@ def autograde_preprocessors(execute: bool = True) -> list:
     """nbgrader's own autograde steps, with its `Execute` replaced by `JailedExecute` (or, with
     `execute=False`, dropped: a much faster autograde whose feedback shows the grader's messages
     but none of the learner's outputs) and `TrustedGrades` right after it, then `LearnerHTML`
-    (learner output sanitized before anyone opens it) and `MarkSchemeForGraders`."""
+    (learner output sanitized before anyone opens it) and `MarkSchemeForGraders`; nbgrader's
+    `SaveAutoGrades` becomes `SaveGrades` (no manual grade for an unanswered written answer)."""
     from nbgrader.converters import Autograde
     steps = []
     for step in Autograde.autograde_preprocessors.default():
         if step is Execute:
             steps += ([JailedExecute] if execute else []) + [TrustedGrades, LearnerHTML,
                                                               MarkSchemeForGraders]
+        elif step is SaveAutoGrades:
+            steps.append(SaveGrades)
         else:
             steps.append(step)
-    if TrustedGrades not in steps:
+    if TrustedGrades not in steps or SaveGrades not in steps:
         raise RuntimeError("nbgrader's autograde has no Execute step to put the trusted grades after")
     return steps
 
@@ -524,7 +621,6 @@ def feedback_preprocessors() -> list:
 
 # --- nbgrader export: a grades.csv a spreadsheet opens as data ------------------------------------
 
-from nbgrader.api import MissingEntry  # noqa: E402
 from nbgrader.plugins import CsvExportPlugin  # noqa: E402
 
 EXPORT_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name",

@@ -14,6 +14,7 @@ import subprocess
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell
+from nbgrader.api import Gradebook
 
 from autograder.course import ASSIGNMENTS, ROOT
 from autograder.samples import Scenario, submission_notebook
@@ -59,7 +60,8 @@ def nbgrader(*args: str, cwd) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
-    """A fresh course copy (no gradebook), its three learners autograded and given feedback."""
+    """A fresh course copy (no gradebook, no generate_assignment: as cloned), its three learners
+    autograded and given feedback."""
     root = tmp_path_factory.mktemp("feedback-course")
     shutil.copytree(ROOT / "source", root / "source")
     shutil.copy(ROOT / "nbgrader_config.py", root)
@@ -67,8 +69,6 @@ def course(tmp_path_factory):
         folder = root / "submitted" / student / A.id
         folder.mkdir(parents=True)
         nbformat.write(nb, folder / A.notebook)
-    generated = nbgrader("generate_assignment", A.id, "--force", "--log-level=ERROR", cwd=root)
-    assert generated.returncode == 0, generated.stderr
     autograded = nbgrader("autograde", A.id, "--log-level=WARN", cwd=root)
     assert autograded.returncode == 0, autograded.stderr
     feedback = nbgrader("generate_feedback", A.id, "--log-level=ERROR", cwd=root)
@@ -144,3 +144,28 @@ def test_no_learner_script_runs_in_the_feedback_or_the_stored_notebook(course, t
             assert _open(page, raw)["pwned"] == ["markdown-cell"]
         finally:
             browser.close()
+
+
+def test_autograde_reports_no_changed_checksum_for_untouched_cells(course):
+    """nbgrader warned "Attribute 'checksum' for cell tests_train_mlp ... has changed!" for every
+    released test cell and the rubric: the release clears hidden tests and the mark scheme."""
+    log = course[1]
+    assert "has changed" not in log, log
+    assert "No assignment" not in log
+
+
+def test_only_an_answered_written_answer_needs_manual_grading(course, monkeypatch):
+    monkeypatch.setenv("PATH", tool_env()["PATH"])
+    notebook = A.notebook.removesuffix(".ipynb")
+    with Gradebook(f"sqlite:///{course[0]}/gradebook.db") as gb:
+        def grade(student, name):
+            sub = gb.find_submission_notebook(notebook, A.id, student)
+            return next(g for g in sub.grades if g.name == name), sub
+        written, sub = grade("untouched", "explain_step")
+        assert (written.auto_score, written.needs_manual_grade) == (0, False)
+        assert not sub.needs_manual_grade
+        for student in ("honest", "hostile"):
+            written, sub = grade(student, "explain_step")
+            assert written.auto_score is None and written.needs_manual_grade and sub.needs_manual_grade
+            assert not grade(student, "explain_step_rubric")[0].needs_manual_grade
+        assert grade("honest", "tests_train_mlp")[0].score == 6
