@@ -169,3 +169,16 @@ def test_only_an_answered_written_answer_needs_manual_grading(course, monkeypatc
             assert written.auto_score is None and written.needs_manual_grade and sub.needs_manual_grade
             assert not grade(student, "explain_step_rubric")[0].needs_manual_grade
         assert grade("honest", "tests_train_mlp")[0].score == 6
+
+
+def test_the_standalone_graders_results_hold_no_grader_only_text(course):
+    """`python -m autograder grade NB --json`: the same learners, the same rule."""
+    import json
+
+    from autograder.grading import grade_notebook
+    from autograder.report import results_json
+    for student in ("untouched", "hostile"):
+        graded = grade_notebook(course[0] / "submitted" / student / A.id / A.notebook)
+        text = json.dumps(results_json(graded.results))
+        assert [t for t in GRADER_ONLY if t in text] == [], student
+        assert "/autograder/" not in text and "Traceback" not in text, student
