@@ -138,6 +138,11 @@ def test_no_learner_script_runs_in_the_feedback_or_the_stored_notebook(course, t
             for path in (feedback, stored):
                 seen = _open(page, path)
                 assert seen["pwned"] is None and seen["title"] != "pwned", (path.name, seen)
+            _open(page, feedback)
+            clipped = page.evaluate("""() => [...document.querySelectorAll('div.output_area pre')]
+                .filter(p => getComputedStyle(p).whiteSpace !== 'pre-wrap'
+                             || p.scrollWidth > p.clientWidth + 1).length""")
+            assert clipped == 0  # long lines wrap inside their box
             # the check can fail: the same payload in an unsanitized page does run
             raw = tmp_path / "raw.html"
             raw.write_text(f'<html><body>{HOSTILE_MARKDOWN}</body></html>')
