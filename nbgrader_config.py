@@ -27,3 +27,12 @@ except ImportError:  # a learner's environment without the grader: validate need
 else:
     c.Autograde.sanitize_preprocessors = sanitize_preprocessors()
     c.Autograde.autograde_preprocessors = autograde_preprocessors(execute=True)
+    # A fresh clone has no gradebook: autograde puts the assignment in it from source/ first.
+    from autograder.nbgrader_plugin import gradebook_from_source
+    c.Autograde.pre_convert_hook = gradebook_from_source(c)
+    # The learner's feedback: no hidden tests, no mark scheme, learner output sanitized (bleach).
+    from autograder.nbgrader_plugin import feedback_preprocessors
+    c.GenerateFeedback.preprocessors = feedback_preprocessors()
+    # nbgrader export: every text cell that a spreadsheet would read as a formula is quoted.
+    from autograder.nbgrader_plugin import SpreadsheetSafeCsvExport
+    c.ExportApp.plugin_class = SpreadsheetSafeCsvExport

@@ -39,8 +39,9 @@ import nbformat
 from jupyter_client.manager import AsyncKernelManager
 from nbclient.util import run_sync
 from nbformat.v4 import new_output
+from nbgrader.api import MissingEntry
 from nbgrader.preprocessors import (DeduplicateIds, Execute, NbGraderPreprocessor,
-                                    OverwriteCells)
+                                    OverwriteCells, SaveAutoGrades)
 from traitlets import Bool
 
 from autograder import jailer
@@ -327,6 +328,22 @@ class RestoreGradeCells(OverwriteCells):
 
     add_missing_cells = Bool(True).tag(config=True)
 
+    def preprocess_cell(self, cell, resources, cell_index):
+        """nbgrader's, without its "checksum has changed!" warning for a locked cell handed in as
+        released: the gradebook keeps the source's text (hidden tests, mark scheme) and its
+        checksum, the release has them cleared, so every untouched test cell and rubric differed.
+        Such a cell gets the gradebook's text back first; any other change is still reported."""
+        grade_id = _nbgrader(cell).get("grade_id")
+        if grade_id:
+            try:
+                source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+            except MissingEntry:
+                source = None
+            if (source is not None and source.locked and cell.cell_type == source.cell_type
+                    and cell.source != source.source and cell.source == _released(source)):
+                cell.source = source.source
+        return super().preprocess_cell(cell, resources, cell_index)
+
     def add_missing_grade_cells(self, nb, resources):
         source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
         order = {cell.name: i for i, cell in enumerate(source_nb.source_cells)}
@@ -356,6 +373,83 @@ class RestoreGradeCells(OverwriteCells):
         return nb, resources
 
 
+def _released(source) -> str:
+    """The text `generate_assignment` releases for a gradebook source cell: hidden tests and mark
+    scheme cleared by nbgrader's own steps."""
+    cell = nbformat.from_dict({"cell_type": source.cell_type, "source": source.source,
+                               "metadata": {"nbgrader": {"grade_id": source.name}},
+                               **({"outputs": [], "execution_count": None}
+                                  if source.cell_type == "code" else {})})
+    for step in (FeedbackClearHiddenTests(), FeedbackClearMarkScheme()):
+        cell, _ = step.preprocess_cell(cell, {}, 0)
+    return cell.source
+
+
+class SaveGrades(SaveAutoGrades):
+    """nbgrader's `SaveAutoGrades`, and: a written answer left unanswered ("YOUR ANSWER HERE" or
+    blank) scores 0 and needs no manual grade; a 0-point task cell (one that only carries the
+    mark scheme for the grader) needs no manual grade. nbgrader flags both, so every submission
+    was "Needs Manual Grade?", the empty ones included; an answered one still is."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        meta = _nbgrader(cell)
+        unanswered = (meta.get("grade") and meta.get("solution") and cell.cell_type == "markdown"
+                      and cell.source.strip() in ("", "YOUR ANSWER HERE"))
+        no_points = meta.get("task") and float(meta.get("points") or 0) == 0
+        if unanswered or no_points:
+            try:
+                grade = self.gradebook.find_grade(meta["grade_id"], self.notebook_id,
+                                                  self.assignment_id, self.student_id)
+            except MissingEntry:
+                return cell, resources
+            grade.auto_score = 0.0
+            grade.needs_manual_grade = grade.manual_score is not None
+            self.gradebook.db.commit()
+        return cell, resources
+
+
+_IN_GRADEBOOK: set[tuple[str, str]] = set()
+
+
+def gradebook_from_source(config=None):
+    """`Autograde.pre_convert_hook`: an assignment that is in source/ but not in the gradebook
+    (a fresh clone: release/ is committed, gradebook.db is not) is put there by nbgrader's own
+    `generate_assignment`, into a throwaway release folder, before the first submission is
+    graded; nbgrader's autograde would otherwise stop with "No assignment ... in the database".
+    `config` is the course config (for its course id and gradebook)."""
+    import subprocess
+    import sys
+
+    from nbgrader.api import Gradebook
+    from nbgrader.coursedir import CourseDirectory
+
+    from autograder.build import tool_env
+
+    def hook(assignment, student, notebooks):
+        root = os.getcwd()  # nbgrader's converters run from the course root
+        if not assignment or (root, assignment) in _IN_GRADEBOOK:
+            return
+        coursedir = CourseDirectory(config=config, root=root) if config else CourseDirectory(root=root)
+        folder = Path(coursedir.format_path(coursedir.source_directory, ".", assignment))
+        wanted = {p.stem for p in folder.glob("*.ipynb")}
+        with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+            try:
+                have = {nb.name for nb in gb.find_assignment(assignment).notebooks}
+            except MissingEntry:
+                have = set()
+        if wanted and not wanted <= have:
+            with tempfile.TemporaryDirectory() as tmp:
+                done = subprocess.run(
+                    [sys.executable, "-m", "nbgrader", "generate_assignment", assignment,
+                     f"--CourseDirectory.release_directory={tmp}", "--log-level=ERROR"],
+                    cwd=root, env=tool_env(), capture_output=True, text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"nbgrader generate_assignment {assignment}: {done.stderr}")
+        _IN_GRADEBOOK.add((root, assignment))
+    return hook
+
+
 def sanitize_preprocessors() -> list:
     """nbgrader's own sanitize steps, with `RepairCellMetadata` and `DeduplicateCopies` in place of
     `DeduplicateIds`, and `RestoreGradeCells` in place of `OverwriteCells`."""
@@ -376,14 +470,197 @@ def sanitize_preprocessors() -> list:
 def autograde_preprocessors(execute: bool = True) -> list:
     """nbgrader's own autograde steps, with its `Execute` replaced by `JailedExecute` (or, with
     `execute=False`, dropped: a much faster autograde whose feedback shows the grader's messages
-    but none of the learner's outputs) and `TrustedGrades` right after it."""
+    but none of the learner's outputs) and `TrustedGrades` right after it, then `LearnerHTML`
+    (learner output sanitized before anyone opens it) and `MarkSchemeForGraders`; nbgrader's
+    `SaveAutoGrades` becomes `SaveGrades` (no manual grade for an unanswered written answer)."""
     from nbgrader.converters import Autograde
     steps = []
     for step in Autograde.autograde_preprocessors.default():
         if step is Execute:
-            steps += ([JailedExecute] if execute else []) + [TrustedGrades]
+            steps += ([JailedExecute] if execute else []) + [TrustedGrades, LearnerHTML,
+                                                              MarkSchemeForGraders]
+        elif step is SaveAutoGrades:
+            steps.append(SaveGrades)
         else:
             steps.append(step)
-    if TrustedGrades not in steps:
+    if TrustedGrades not in steps or SaveGrades not in steps:
         raise RuntimeError("nbgrader's autograde has no Execute step to put the trusted grades after")
     return steps
+
+
+# --- What an instructor or a learner opens: sanitized learner output, no grader-only text -------
+
+import html as _html  # noqa: E402
+
+import bleach  # noqa: E402
+from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor  # noqa: E402
+from nbconvert.preprocessors.sanitize import SanitizeHTML  # noqa: E402
+from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme, GetGrades  # noqa: E402
+
+SAFE_TAGS = sorted(set(bleach.ALLOWED_TAGS) | {
+    "p", "br", "hr", "div", "span", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "sub", "sup",
+    "table", "thead", "tbody", "tr", "th", "td", "img", "details", "summary", "dl", "dt", "dd"})
+SAFE_ATTRIBUTES = {**bleach.ALLOWED_ATTRIBUTES, "img": ["src", "alt", "width", "height"],
+                   "th": ["colspan", "rowspan", "align"], "td": ["colspan", "rowspan", "align"]}
+
+
+class LearnerHTML(SanitizeHTML):
+    """nbconvert's `SanitizeHTML` (bleach) over what the learner made: every code cell's outputs
+    (HTML and markdown cleaned, JavaScript, SVG and other active types dropped), and the markdown
+    or raw cells in which bleach finds markup it would remove. Markdown without such markup
+    (`a < b`, `$z > 0$`) and the source notebook's own cells (a code span `<Name>Backward`) are
+    left exactly as written, since escaping them would change how they render. Runs in `autograde` (so the notebook stored in autograded/,
+    which the formgrader shows, is clean) and again in `generate_feedback`."""
+
+    enabled = Bool(True).tag(config=True)  # nbconvert's preprocessors are off unless enabled
+
+    def __init__(self, **kw):
+        kw.setdefault("tags", SAFE_TAGS)
+        kw.setdefault("attributes", SAFE_ATTRIBUTES)
+        super().__init__(**kw)
+
+    def _has_markup(self, text: str) -> bool:
+        stripped = bleach.clean(text, tags=self.tags, attributes=self.attributes, strip=True,
+                                strip_comments=True)
+        return _html.unescape(stripped) != text
+
+    def _course_text(self, resources) -> set[str]:
+        """The markdown and raw cells of the assignment's source notebook: the course's own."""
+        parent, info = self.parent, resources.get("nbgrader", {})
+        while parent is not None and getattr(parent, "coursedir", None) is None:
+            parent = getattr(parent, "parent", None)
+        if parent is None or not info.get("assignment") or not info.get("notebook"):
+            return set()
+        path = Path(parent.coursedir.format_path(parent.coursedir.source_directory, ".",
+                                                 info["assignment"])) / f"{info['notebook']}.ipynb"
+        try:
+            nb = nbformat.read(path, as_version=4)
+        except (OSError, ValueError):
+            return set()
+        return {c.source for c in nb.cells if c.cell_type in ("markdown", "raw")}
+
+    def preprocess(self, nb, resources):
+        self._trusted = self._course_text(resources)
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type == "code":
+            cell.outputs = self.sanitize_code_outputs(cell.get("outputs", []))
+        elif (cell.cell_type in ("markdown", "raw") and cell.source not in getattr(self, "_trusted", ())
+              and self._has_markup(cell.source)):
+            cell.source = self.sanitize_html_tags(cell.source)
+        return cell, resources
+
+
+class _Lenient:
+    """nbgrader's clearing step, not insisting that only grade/task cells carry the markers (a
+    learner may type them in an answer) and leaving a learner's cell with an unmatched marker as
+    it is; the course's own cells always pair them (`nbgrader generate_assignment` checks)."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        kept = cell.source
+        try:
+            return super().preprocess_cell(cell, resources, cell_index)
+        except RuntimeError:
+            cell.source = kept
+            return cell, resources
+
+
+class FeedbackClearHiddenTests(_Lenient, ClearHiddenTests):
+    """No `### BEGIN HIDDEN TESTS` block (the grader's scaffolding) in the learner's feedback."""
+
+    enforce_metadata = Bool(False).tag(config=True)
+
+
+class FeedbackClearMarkScheme(_Lenient, ClearMarkScheme):
+    """No mark scheme (the written answer's rubric) in the learner's feedback."""
+
+    enforce_metadata = Bool(False).tag(config=True)
+
+
+MARK_SCHEME_LINE = "<!-- {} MARK SCHEME: shown to graders only, removed from the feedback -->"
+
+
+class MarkSchemeForGraders(NbGraderPreprocessor):
+    """In the notebook the formgrader shows, the mark scheme's `### BEGIN/END MARK SCHEME` lines
+    become HTML comments (not rendered), which `generate_feedback` still finds and removes with
+    the text between them (nbgrader's ClearMarkScheme matches the words, not the `###`)."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type == "markdown" and _nbgrader(cell).get("task"):
+            lines = cell.source.split("\n")
+            for i, line in enumerate(lines):
+                for word in ("BEGIN", "END"):
+                    if line.strip() == f"### {word} MARK SCHEME":
+                        lines[i] = MARK_SCHEME_LINE.format(word)
+            cell.source = "\n".join(lines)
+        return cell, resources
+
+
+WRAP_CSS = "div.output_area pre, div.input_area pre { white-space: pre-wrap; overflow-wrap: anywhere; }"
+
+
+class WrapLongLines(NbGraderPreprocessor):
+    """Long lines in the feedback's code and output boxes wrap instead of running off the box."""
+
+    def preprocess(self, nb, resources):
+        resources.setdefault("inlining", {}).setdefault("css", []).append(WRAP_CSS)
+        return nb, resources
+
+
+def feedback_preprocessors() -> list:
+    """`GenerateFeedback.preprocessors`: nbgrader's (GetGrades, CSSHTMLHeaderPreprocessor) with
+    the hidden tests and the mark scheme cleared, learner output sanitized, long lines wrapped."""
+    from nbgrader.converters import GenerateFeedback
+    default = list(GenerateFeedback.preprocessors.default())
+    if default != [GetGrades, CSSHTMLHeaderPreprocessor]:
+        raise RuntimeError(f"nbgrader's feedback steps changed: {default}")
+    return [GetGrades, FeedbackClearHiddenTests, FeedbackClearMarkScheme, LearnerHTML,
+            CSSHTMLHeaderPreprocessor, WrapLongLines]
+
+
+# --- nbgrader export: a grades.csv a spreadsheet opens as data ------------------------------------
+
+from nbgrader.plugins import CsvExportPlugin  # noqa: E402
+
+EXPORT_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name",
+                  "email", "raw_score", "late_submission_penalty", "score", "max_score"]
+
+
+class SpreadsheetSafeCsvExport(CsvExportPlugin):
+    """nbgrader's CSV export (same columns, same rows, same `--to`, `--student`, `--assignment`),
+    written with the csv module (a name holding a comma, a quote or a newline stays one field)
+    and with every text cell that a spreadsheet would read as a formula (= + - @, tab, CR at its
+    start) prefixed with a single quote (`autograder.report.spreadsheet_safe`). Scores stay
+    numbers."""
+
+    def export(self, gradebook) -> None:
+        import csv
+
+        from autograder.report import spreadsheet_safe
+        dest = self.to or "grades.csv"
+        students = {str(s) for s in self.student}
+        assignments = {str(a) for a in self.assignment}
+        self.log.info("Exporting grades to %s", dest)
+        with open(dest, "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)  # \r\n: a field holding a lone \r or \n is quoted
+            writer.writerow(EXPORT_COLUMNS)
+            for assignment in gradebook.assignments:
+                if assignments and assignment.name not in assignments:
+                    continue
+                for student in gradebook.students:
+                    if students and student.id not in students:
+                        continue
+                    try:
+                        submission = gradebook.find_submission(assignment.name, student.id)
+                    except MissingEntry:
+                        timestamp, raw, penalty = None, 0.0, 0.0
+                    else:
+                        timestamp, raw = submission.timestamp, submission.score
+                        penalty = submission.late_submission_penalty
+                    row = [assignment.name, assignment.duedate, timestamp, student.id,
+                           student.last_name, student.first_name, student.email, raw, penalty,
+                           max(0.0, raw - penalty), assignment.max_score]
+                    writer.writerow([spreadsheet_safe("" if v is None else
+                                                      v if isinstance(v, (str, int, float)) else str(v))
+                                     for v in row])

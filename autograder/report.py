@@ -91,12 +91,24 @@ def read_extra(path: Path) -> dict:
 
 
 def _csv_field(text: str) -> str:
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return spreadsheet_safe(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value):
+    """A CSV cell a spreadsheet shows as the text it is: text beginning with = + - @, a tab or a
+    carriage return (OWASP's CSV injection rule) gets a leading single quote; numbers stay
+    numbers. Quoting of commas, quotes and newlines is left to the csv module."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
 
 
 def write_grades_csv(rows: list[tuple[str, str, float, float]], path: Path) -> None:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(buffer)  # \r\n: a field holding a lone \r or \n is quoted
     writer.writerow(["student", "assignment", "score", "max_score"])
     for student, assignment, score, max_score in rows:
         writer.writerow([_csv_field(student), _csv_field(assignment), f"{score:g}",
