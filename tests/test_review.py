@@ -131,3 +131,24 @@ def test_a_flag_is_a_hidden_zero_point_entry_in_results(tmp_path):
     assert (test["status"], test["visibility"], test["score"], test["max_score"]) == \
         ("failed", "hidden", 0.0, 0.0)
     assert json.loads(json.dumps(data)) == data
+
+
+def test_the_class_report_counts_and_quotes_what_needs_review(tmp_path):
+    from autograder.classreport import load, needs_review, render
+    flag = {"name": "matmul: needs review", "score": 0.0, "max_score": 0.0, "status": "failed",
+            "visibility": "hidden",
+            "output": "Flagged for the instructor ...\ncell matmul, line 3: `import gc`: gc (x)"}
+    ok = {"name": "matmul: works", "score": 5.0, "max_score": 5.0, "status": "passed",
+          "output": "", "visibility": "visible"}
+    for student, tests in (("mallory", [ok, flag]), ("alice", [ok])):
+        folder = tmp_path / student
+        folder.mkdir()
+        (folder / "01_linear_algebra.json").write_text(json.dumps(
+            {"score": 5.0, "max_score": 5.0, "tests": tests}))
+    results = load(tmp_path)
+    assert needs_review(results) == [("mallory", "01_linear_algebra", "matmul",
+                                      ["cell matmul, line 3: `import gc`: gc (x)"])]
+    page = render(results, str(tmp_path))
+    assert "<b>1</b>needs review" in page and "Needs review" in page
+    assert "cell matmul, line 3: `import gc`" in page
+    assert "<b>2</b>full marks" in page  # a flag costs nothing
