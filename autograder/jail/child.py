@@ -310,6 +310,7 @@ def _caller():
     restore_builtins = _builtins_keeper()
 
     def call(namespace: dict, request: dict) -> dict:
+        restore_builtins()  # the cells may have replaced some: this code relies on them
         function = namespace.get(request["call"])
         if not callable(function):
             return {"status": "missing"}
