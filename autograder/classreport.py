@@ -82,6 +82,24 @@ def load(folder: Path) -> list[Result]:
     return out
 
 
+REVIEW = ": needs review"
+"""How the name of a flag for the instructor ends (autograder/review.py)."""
+
+
+def needs_review(results: list[Result]) -> list[tuple[str, str, str, list[str]]]:
+    """(student, assignment, cell, flagged lines quoted) of every flag for the instructor: code
+    that used what no exercise needs (frames, gc, sys.modules, the grader's modules, ...)."""
+    out = []
+    for r in results:
+        for t in r.tests:
+            name = str(t.get("name", ""))
+            if name.endswith(REVIEW) and float(t.get("max_score") or 0) == 0:
+                lines = [line for line in str(t.get("output", "")).splitlines()
+                         if line.startswith("cell ")]
+                out.append((r.student, r.assignment, name[:-len(REVIEW)], lines))
+    return out
+
+
 def _order(assignments) -> list[str]:
     known = [a for a in ASSIGNMENTS if a in assignments]
     return known + sorted(set(assignments) - set(known))
@@ -292,6 +310,7 @@ def render(results: list[Result], source: str) -> str:
     rows = function_table(results)
     found = mistakes(results)
     ungraded = [r for r in results if not r.graded]
+    review = needs_review(results)
     timed = sorted((r for r in results if r.seconds is not None), key=lambda r: -r.seconds)
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
              f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
@@ -309,7 +328,9 @@ def render(results: list[Result], source: str) -> str:
                  f"<div class='card'><b>{len(results)}</b>notebooks</div>"
                  f"<div class='card'><b>{full}</b>full marks</div>"
                  f"<div class='card'><b>{len(found)}</b>distinct named mistakes</div>"
-                 f"<div class='card'><b>{len(ungraded)}</b>not gradable</div></div>")
+                 f"<div class='card'><b>{len(ungraded)}</b>not gradable</div>"
+                 f"<div class='card'><b>{len({(s, a) for s, a, _, _ in review})}</b>needs review"
+                 f"</div></div>")
     if found:
         m = found[0]
         parts.append(f"<div class='key'><b>Most frequent mistake</b> ({len(m.students)} "
@@ -384,6 +405,20 @@ def render(results: list[Result], source: str) -> str:
                 if r.retry else ""
             parts.append(f"<tr><td>{_e(r.student)}</td><td>{_e(r.assignment)}</td><td>"
                          f"{_e(r.output)}{retry}</td></tr>")
+        parts.append("</table>")
+
+    if review:
+        parts.append("<h2>Needs review</h2><p class='sub'>Code that used what no exercise needs "
+                     "and what could reach into the grader's side of the learner's process "
+                     "(frames, gc, sys.modules, the grader's modules, torch's mode stack, ...). "
+                     "Flagged from the notebook's text by the grader, outside the learner's "
+                     "process; the score is unchanged: read the lines and decide.</p>"
+                     "<table><tr><th>student</th><th>assignment</th><th>cell</th>"
+                     "<th>flagged lines</th></tr>")
+        for student, assignment, cell, lines in review:
+            quoted = "<br>".join(_e(line) for line in lines[:20])
+            parts.append(f"<tr><td>{_e(student)}</td><td>{_e(assignment)}</td><td><code>"
+                         f"{_e(cell)}</code></td><td>{quoted}</td></tr>")
         parts.append("</table>")
 
     parts.append("<h2>Slowest notebooks</h2>")

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from autograder.course import ASSIGNMENTS, ROOT
 from autograder.notebook import NotGradable, Submission, find_submissions, load_submission
 from autograder.jailer import warm_up
+from autograder.review import review_results
 
 if TYPE_CHECKING:
     from autograder.plugin import TestResult
@@ -57,7 +58,12 @@ class Graded:
 
     @property
     def autograded(self) -> list[TestResult]:
-        return [r for r in self.results if not r.manual]
+        return [r for r in self.results if not r.manual and not r.review]
+
+    @property
+    def reviews(self) -> list[TestResult]:
+        """Flags for the instructor (autograder/review.py): 0 points, not shown to the learner."""
+        return [r for r in self.results if r.review]
 
     @property
     def score(self) -> float:
@@ -93,7 +99,8 @@ def grade_notebook(path: Path, only: set[str] | None = None) -> Graded:
     submission = load_submission(path)
     plugin = run_tests([submission], only)
     return Graded(path.stem, submission.assignment.id,
-                  plugin.results[submission.key] + written_results(submission, only),
+                  plugin.results[submission.key] + written_results(submission, only)
+                  + review_results(submission.path),
                   seconds=plugin.seconds.get(submission.key))
 
 
@@ -111,7 +118,8 @@ def _run(submissions: list[Submission], only: set[str] | None,
     plugin = run_tests(submissions, only)
     if seconds is not None:
         seconds.update(plugin.seconds)
-    return {s.key: plugin.results[s.key] + written_results(s, only) for s in submissions}
+    return {s.key: plugin.results[s.key] + written_results(s, only) + review_results(s.path)
+            for s in submissions}
 
 
 def _grade_chunk(items: list[tuple[int, str, str, str]], only: set[str] | None = None

@@ -64,7 +64,9 @@ class TrustedGrades(NbGraderPreprocessor):
             path = Path(tmp) / "submission.ipynb"
             try:
                 nbformat.write(_sources(nb), path)
-                results = grade_notebook(path).autograded
+                graded = grade_notebook(path)
+                results = graded.autograded
+                resources[REVIEW] = {r.function: r.output for r in graded.reviews}
             except NotGradable as why:
                 error = str(why).replace(str(path), "this notebook")
             except JailBroken:
@@ -79,6 +81,42 @@ class TrustedGrades(NbGraderPreprocessor):
             function = _function(meta.get("grade_id", ""))
             tests = [r for r in results if r.function == function]
             cell.outputs = _outputs(function, tests, float(meta.get("points", 0)), error)
+        return nb, resources
+
+
+REVIEW = "autograder_review"
+"""resources key: grade_id -> the grader's flags for that cell (autograder/review.py), which
+`ReviewComments` writes into the gradebook once `SaveAutoGrades` has written its comments."""
+
+
+class ReviewComments(NbGraderPreprocessor):
+    """The grader's flags (code no exercise needs: frames, gc, sys.modules, the grader's modules,
+    ...) as the auto comment of the flagged answer cell in nbgrader's gradebook; a flag in a cell
+    the learner added goes on the first answer cell. The score is unchanged."""
+
+    def preprocess(self, nb, resources):
+        flags = resources.get(REVIEW) or {}
+        if not flags:
+            return nb, resources
+        from nbgrader.api import Gradebook, MissingEntry
+        info = resources["nbgrader"]
+        answers = [_nbgrader(c).get("grade_id") for c in nb.cells
+                   if _nbgrader(c).get("solution") and _nbgrader(c).get("grade_id")]
+        notes: dict[str, list[str]] = {}
+        for cell, text in flags.items():
+            target = cell if cell in answers else (answers[0] if answers else None)
+            if target is not None:
+                notes.setdefault(target, []).append(text)
+        with Gradebook(info["db_url"]) as gradebook:
+            for grade_id, texts in notes.items():
+                try:
+                    comment = gradebook.find_comment(grade_id, info["notebook"], info["assignment"],
+                                                     info["student"])
+                except MissingEntry:
+                    continue
+                comment.auto_comment = "\n\n".join(
+                    ["Needs review (the autograder's flag; the score is unchanged):"] + texts)
+            gradebook.db.commit()
         return nb, resources
 
 
@@ -485,7 +523,7 @@ def autograde_preprocessors(execute: bool = True) -> list:
             steps.append(step)
     if TrustedGrades not in steps or SaveGrades not in steps:
         raise RuntimeError("nbgrader's autograde has no Execute step to put the trusted grades after")
-    return steps
+    return steps + [ReviewComments]
 
 
 # --- What an instructor or a learner opens: sanitized learner output, no grader-only text -------

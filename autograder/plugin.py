@@ -40,10 +40,12 @@ class TestResult:
     """A written answer: 0 here, graded by hand in nbgrader's formgrader."""
     internal_error: str = ""
     """For the operator: the test itself broke (not the learner's fault); scored 0."""
+    review: bool = False
+    """A flag for the instructor (autograder/review.py): 0 points, never shown to the learner."""
 
     @property
     def passed(self) -> bool:
-        return self.score == self.max_score
+        return self.score == self.max_score and not self.review
 
 
 def _marker(item) -> tuple[str, float, bool]:

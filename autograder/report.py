@@ -28,13 +28,44 @@ def results_json(results: list[TestResult], *, error: str | None = None,
         "max_score": r.max_score,
         "status": "passed" if r.passed else "failed",
         "output": r.output,
-        "visibility": "visible" if r.visible else "after_published",
+        "visibility": "hidden" if r.review else "visible" if r.visible else "after_published",
     } for r in results]
     out = {"score": sum(r.score for r in results), "max_score": sum(r.max_score for r in results),
            "tests": tests}
     if error or note:
         out["output"] = "\n".join(m for m in (error, note) if m)
-    return out
+    return bounded(out)
+
+
+MAX_RESULTS_BYTES = 1 << 20
+"""results.json of one notebook stays under this, whatever its learner code made the messages."""
+MAX_OUTPUT = 20_000
+"""Characters of one test's output kept in results.json (a message quotes learner text)."""
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... (cut: {len(text) - limit} characters)"
+
+
+def bounded(data: dict) -> dict:
+    """`data` (a results.json) with every output cut so that the file stays under
+    MAX_RESULTS_BYTES: first to MAX_OUTPUT characters each, then to an equal share each."""
+    tests = data.get("tests", [])
+    texts = [t for t in tests if isinstance(t.get("output"), str)]
+    for t in texts:
+        t["output"] = _cut(t["output"], MAX_OUTPUT)
+    if isinstance(data.get("output"), str):
+        data["output"] = _cut(data["output"], MAX_OUTPUT)
+    # UTF-8 and JSON escapes take up to 6 bytes a character (\uXXXX): measure, then share.
+    if len(_dumps(data)) > MAX_RESULTS_BYTES * 0.9 and texts:
+        share = max(200, int(MAX_RESULTS_BYTES * 0.8) // 6 // (len(texts) + 1))
+        for t in texts:
+            t["output"] = _cut(t["output"], share)
+        if isinstance(data.get("output"), str):
+            data["output"] = _cut(data["output"], share)
+    return data
 
 
 TEMP_SUFFIX = ".tmp"

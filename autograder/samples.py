@@ -39,6 +39,9 @@ class Scenario:
     """graded function -> phrases that must appear in its failure messages."""
     nbgrader: bool = True
     """False for code that kills a notebook kernel (os._exit): nbgrader cannot grade it alike."""
+    flags: list[str] = field(default_factory=list)
+    """"grade_id: construct" of every flag autograder/review.py must raise ("matmul: gc");
+    none for a sample without the key."""
 
 
 def load_scenarios(assignment: str) -> list[Scenario]:
@@ -51,7 +54,7 @@ def load_scenarios(assignment: str) -> list[Scenario]:
                      expect=s.get("expect", {}),
                      messages={k: [v] if isinstance(v, str) else v
                                for k, v in s.get("messages", {}).items()},
-                     nbgrader=s.get("nbgrader", True))
+                     nbgrader=s.get("nbgrader", True), flags=s.get("flags", []))
             for s in data["student"]]
 
 

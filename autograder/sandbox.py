@@ -12,6 +12,7 @@ minutes), memory, CPU time, processes and file size per child.
 
 from __future__ import annotations
 
+import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,8 +28,15 @@ LOAD_TIMEOUT = 20.0
 """Seconds the learner's cells may take to run (defining the functions)."""
 NOTEBOOK_BUDGET = 90.0
 """Seconds of learner code (loading and calls) one notebook may use in all."""
-MAX_REPLY_BYTES = 256 << 20
-"""Largest message read from a child (a tensor of wire.MAX_ELEMENTS float64 is about 53 MB)."""
+MAX_REPLY_BYTES = 96 << 20
+"""Largest reply to a call read from a child (a tensor of wire.MAX_ELEMENTS float64 is about
+53 MB on the wire; what the hidden tests exchange is a few KB)."""
+MAX_LOAD_BYTES = 4 << 20
+"""Largest message read from a child while it runs the cells (progress, the names defined)."""
+MAX_TEXT = 4000
+"""Characters kept of one learner-controlled string in a reply (a message, a traceback)."""
+MAX_NAME = 200
+"""Characters kept of one learner-controlled name (an exception class, a function, an operator)."""
 MAX_REPLY_CONTAINERS = 200_000
 """Lists and dicts one reply may hold: JSON of 16 million empty lists is 48 MB on the wire but
 2.5 GB in the grader once parsed; what the hidden tests exchange holds a few thousand at most."""
@@ -57,6 +65,20 @@ class ExceptionInfo:
 
     def is_a(self, name: str) -> bool:
         return name in self.bases
+
+
+def cut(text, limit: int = MAX_TEXT) -> str:
+    """`str(text)` of at most about `limit` characters; what is left out is counted."""
+    text = text if isinstance(text, str) else str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... (cut: {len(text) - limit} characters)"
+
+
+def _names(values, count: int, limit: int = MAX_NAME) -> list[str]:
+    """A learner-controlled list of strings, bounded: at most `count` entries of `limit` each."""
+    values = values if isinstance(values, list) else []
+    return [cut(v, limit) for v in values[:count]]
 
 
 @dataclass
@@ -146,7 +168,7 @@ class Sandbox:
         try:
             self._conn.send_bytes(wire.dumps(self.cells[:self._count(owner)]))
             while True:
-                reply = self._receive(timeout - (time.monotonic() - started))
+                reply = self._receive(timeout - (time.monotonic() - started), MAX_LOAD_BYTES)
                 if reply is None or reply.get("status") != "running":
                     break
                 running = reply.get("cell") if isinstance(reply.get("cell"), int) else None
@@ -162,7 +184,7 @@ class Sandbox:
                 bad = None
             return LoadReport([], [what], failed=True), bad
         try:
-            return LoadReport([str(d) for d in reply["defined"]], [str(e) for e in reply["errors"]]), None
+            return LoadReport(_names(reply["defined"], 1000), _names(reply["errors"], 50, MAX_TEXT)), None
         except (KeyError, TypeError):
             return LoadReport([], ["running your cells gave an unreadable answer"], failed=True), None
 
@@ -173,13 +195,13 @@ class Sandbox:
             self.load_report = self._start(name)
         return self.load_report
 
-    def _receive(self, timeout: float) -> dict | None:
+    def _receive(self, timeout: float, limit: int = MAX_REPLY_BYTES) -> dict | None:
         """The child's next message; {"status": "crashed"} if it is gone or sent something that is
         not a reply (learner code can reach the socket: it may send anything, of any size)."""
         try:
             if not self._conn.poll(max(timeout, 0.0)):
                 return None
-            raw = self._conn.recv_bytes(maxlength=MAX_REPLY_BYTES)
+            raw = self._conn.recv_bytes(maxlength=limit)
             if raw.count(b"[") + raw.count(b"{") > MAX_REPLY_CONTAINERS:
                 return {"status": "crashed", "unreadable": "a reply of too many nested values"}
             reply = wire.loads(raw)
@@ -247,6 +269,7 @@ class Sandbox:
                 return Reply("crashed", detail=report.errors[0] if report.errors else "")
         self._owner = name
         request = call_request(name, args, kwargs, references, driver)
+        request["nonce"] = nonce = secrets.token_hex(16)
         started = time.monotonic()
         try:
             self._conn.send_bytes(wire.dumps(request))
@@ -259,6 +282,9 @@ class Sandbox:
             self._hung.add(name)
             self._discard()
             return Reply("timeout", detail=f"no result after {timeout:g} s")
+        if raw.get("status") != "crashed" and raw.get("nonce") != nonce:
+            # Learner code that writes to the socket itself cannot know the call's nonce.
+            raw = {"status": "crashed", "unreadable": "a message it wrote itself, not the reply"}
         if raw.get("status") == "crashed":
             detail = (f"your process sent the grader {raw['unreadable']}" if raw.get("unreadable")
                       else self._exit_detail())
@@ -297,12 +323,24 @@ def _changed(before, after, path: str, out: list[str]) -> None:
             _changed(b, after.get(k), f"{path}[{k!r}]", out)
 
 
+_RECORDED = ("aten.", "autograd.", "func.", "optim.", "profiler.", "prims.")
+"""Prefixes of what the recorder names from torch's own operators (a finite set, kept whole)."""
+
+
+def _used(values) -> list[str]:
+    """The reply's `used`, bounded: every operator name, and up to 2,000 function names (learner
+    code could make the recorder see functions it defined, named at will)."""
+    values = [cut(v, MAX_NAME) for v in values] if isinstance(values, list) else []
+    operators = [v for v in values if v.startswith(_RECORDED)][:20_000]
+    return operators + [v for v in values if not v.startswith(_RECORDED)][:2000]
+
+
 def _reply_from(raw: dict, args: tuple) -> Reply:
     try:
         exc = raw.get("exception")
         args_after = wire.decode(raw.get("args_after"))
-        params = [str(p)[:50] for p in raw.get("params", [])]
-        mutated = [f"{m}"[:80] for m in raw.get("mutated", [])]
+        params = _names(raw.get("params", []), 100, 50)
+        mutated = _names(raw.get("mutated", []), 100, 80)
         if raw["status"] == "ok":
             # Decided here, from the tensors the grader sent and what the child holds after the call.
             after = args_after if isinstance(args_after, tuple) else (None,) * len(args)
@@ -312,12 +350,13 @@ def _reply_from(raw: dict, args: tuple) -> Reply:
         return Reply(
             status=raw["status"] if raw["status"] in ("ok", "exception", "missing") else "crashed",
             value=wire.decode(raw.get("value")),
-            exception=ExceptionInfo(str(exc["type"]), [str(b) for b in exc["bases"]],
-                                    str(exc["message"]), str(exc["where"])) if exc else None,
-            used=[str(u) for u in raw.get("used", [])],
+            exception=ExceptionInfo(cut(exc["type"], MAX_NAME), _names(exc["bases"], 50),
+                                    cut(exc["message"]), cut(exc["where"])) if exc else None,
+            used=_used(raw.get("used", [])),
             mutated=mutated,
             args_after=args_after,
             named_after=wire.decode(raw.get("named_after")) or {},
         )
     except Exception as error:  # a reply we cannot read is the learner's process misbehaving
-        return Reply("crashed", detail=f"unreadable reply from the learner's process ({error})")
+        return Reply("crashed", detail=f"unreadable reply from the learner's process "
+                                       f"({cut(error, MAX_NAME)})")

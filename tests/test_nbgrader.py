@@ -120,3 +120,22 @@ def test_formgrader_shows_the_written_answers_mark_scheme(autograded):
     assert "Rubric" not in released.source and "grades it by hand" in released.source
     shown = task(nbformat.read(autograded / "autograded" / "unanswered" / a.id / a.notebook, as_version=4))
     assert "**Rubric (2 points).**" in shown.source
+
+
+def test_flags_are_comments_on_the_flagged_cells(shards):
+    """A flag of the grader (autograder/review.py) is the auto comment of that answer cell in
+    nbgrader's gradebook, with the flagged line quoted; other cells keep nbgrader's comment."""
+    flagged = [s for s in NBGRADER_SCENARIOS if s.flags]
+    assert flagged, "the representative share holds a sample with flags"
+    for s in flagged:
+        root = shards[s.student]
+        cells = {f.split(":")[0] for f in s.flags}
+        with Gradebook(f"sqlite:///{root}/gradebook.db") as gb:
+            notebook = ASSIGNMENTS[s.assignment].notebook.removesuffix(".ipynb")
+            sub = gb.find_submission_notebook(notebook, s.assignment, s.student)
+            comments = {c.name: c.auto_comment or "" for c in sub.comments}
+        for cell in cells:
+            assert comments[cell].startswith("Needs review"), (s.student, comments[cell])
+            assert f"cell {cell}, line " in comments[cell]
+        assert not any(text.startswith("Needs review") for name, text in comments.items()
+                       if name not in cells)

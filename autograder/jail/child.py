@@ -80,13 +80,40 @@ class _Recorder:
         self.modes = (Functions(), Operators())
 
     def __enter__(self):
+        self._depths = (_FUNCTION_STACK[0](), _DISPATCH_STACK[0]())
+        _WATCH.guarded = self.modes[1]
+        _WATCH.popped = False
         for mode in self.modes:
             mode.__enter__()
         return self
 
+    def intact(self) -> bool:
+        """Whether the recorder's modes were on torch's mode stacks for the whole call: nothing
+        but the recorder popped its dispatch mode (every operator passes through it), and both
+        modes are still where it put them, with nothing left above them."""
+        functions, dispatch = _FUNCTION_STACK, _DISPATCH_STACK
+        f, d = self._depths
+        try:
+            return (not _WATCH.popped and functions[0]() == f + 1 and dispatch[0]() == d + 1
+                    and functions[1](f) is self.modes[0] and dispatch[1](d) is self.modes[1])
+        except Exception:  # noqa: BLE001 - a stack torch cannot read is not intact
+            return False
+
     def __exit__(self, *exc):
-        for mode in reversed(self.modes):
-            mode.__exit__(*exc)
+        _WATCH.exiting = True
+        try:
+            if self.intact():
+                for mode in reversed(self.modes):
+                    mode.__exit__(*exc)
+            else:  # back to the stacks as they were before the call, whatever the learner left
+                f, d = self._depths
+                while _FUNCTION_STACK[0]() > f:
+                    _FUNCTION_STACK[2]()
+                while _DISPATCH_STACK[0]() > d:
+                    _DISPATCH_STACK[2](None)
+        finally:
+            _WATCH.exiting = False
+            _WATCH.guarded = None
 
     def trusted(self, function):
         """`function` (grader code) runs unrecorded: its operations are not the learner's."""
@@ -97,6 +124,61 @@ class _Recorder:
             finally:
                 self.paused -= 1
         return run
+
+
+class _Watch:
+    """Whether anything but the recorder popped the recorder's dispatch mode during a call.
+
+    Learner code could pop it (`torch.utils._python_dispatch._pop_mode_temporarily()`,
+    `torch._C._pop_torch_dispatch_stack()`), run banned operators unseen and push it back;
+    `install` puts a wrapper that notices in place of every name torch pops through.
+    """
+
+    def __init__(self):
+        self.guarded = None
+        self.popped = False
+        self.exiting = False
+
+    def install(self) -> None:
+        import torch.utils._python_dispatch as python_dispatch
+        original = _DISPATCH_STACK[2]
+        watch = self
+
+        def pop(*args):
+            mode = original(*args)
+            if mode is not None and mode is watch.guarded and not watch.exiting:
+                watch.popped = True
+            return mode
+
+        torch._C._pop_torch_dispatch_stack = pop
+        python_dispatch._pop_torch_dispatch_stack = pop
+        # Guards that turn off the dispatch to modes without popping them: nothing the exercises
+        # run uses them (torch uses them for fake tensors, Triton kernels, debugging modes).
+        import torch.utils._mode_utils as mode_utils
+        for owner, name in ((torch._C, "_DisableTorchDispatch"), (torch._C, "DisableTorchFunction"),
+                            (torch._C, "_DisableTorchFunction"), (mode_utils, "no_dispatch")):
+            if hasattr(owner, name):
+                setattr(owner, name, self._noticed(getattr(owner, name)))
+
+    def _noticed(self, guard):
+        watch = self
+
+        def noticed(*args, **kwargs):
+            if watch.guarded is not None and not watch.exiting:
+                watch.popped = True
+            return guard(*args, **kwargs)
+        return noticed
+
+
+_WATCH = _Watch()
+_FUNCTION_STACK = (torch._C._len_torch_function_stack, torch._C._get_function_stack_at,
+                   torch._C._pop_torch_function_stack)
+_DISPATCH_STACK = (torch._C._len_torch_dispatch_stack, torch._C._get_dispatch_stack_at,
+                   torch._C._pop_torch_dispatch_stack)
+"""torch's own functions, taken before learner code runs (which may replace torch's names)."""
+SWITCHED_OFF = ("the check of what your code used was switched off during the call (a torch "
+                "mode was popped or left on torch's mode stack, or torch's dispatch to modes was "
+                "disabled); grading cannot tell what it ran")
 
 
 def warm_up() -> None:
@@ -215,111 +297,164 @@ def _trusted_code(source: str, filename: str):
     return compile(source, filename, "exec")
 
 
-def _call(namespace: dict, request: dict) -> dict:
-    function = namespace.get(request["call"])
-    if not callable(function):
-        return {"status": "missing"}
-    named: dict = {}
-    recorder = _Recorder()
-    if request.get("driver"):
-        # A class the learner completes (an autograd.Function) is run by trusted grader code:
-        # `driver(LearnerClass, *args)` calls its forward and backward; `TRUSTED(f)` wraps the
-        # driver's own use of autograd so that it is not counted as the learner's.
-        scope = {"torch": torch, "NAMED": named, "TRUSTED": recorder.trusted}
-        exec(_trusted_code(request["driver"]["source"], "<grader driver>"), scope)
-        function = functools.partial(scope[request["driver"]["name"]], function)
+def _caller():
+    """The function that answers one call request, made before learner code runs.
 
-    def build(recipe: dict):
-        scope = {"torch": torch, "NAMED": named}
-        exec(_trusted_code(recipe["source"], "<grader recipe>"), scope)
-        return scope[recipe["name"]](*wire.decode(recipe["args"], live=True))
+    Everything it relies on (the recorder class, wire's encoder and decoder, the helpers) is
+    bound here as a local of this closure, not looked up in a module at call time: once `main`
+    has dropped the grader's modules from sys.modules, learner code that imports
+    `autograder.jail.child` or `.wire` gets a new copy, and patching it changes nothing here.
+    """
+    Recorder, encode, decode, tensors, exception = _Recorder, wire.encode, wire.decode, _tensors, _exception
+    trusted_code, signature, partial, equal = _trusted_code, inspect.signature, functools.partial, torch.equal
+    restore_builtins = _builtins_keeper()
 
-    args = wire.decode(request["args"], live=True, build=build)
-    kwargs = wire.decode(request["kwargs"], live=True, build=build)
-    try:
-        params = [str(p) for p in inspect.signature(function).parameters]
-    except (TypeError, ValueError):
-        params = []
-    passed = [pt for i, a in enumerate(args) for pt in _tensors(a, f"arg{i}", [])]
-    passed += [pt for key, obj in named.items() for pt in _tensors(obj, key, [])]
-    origins = {id(t): p for p, t in passed}  # positional origin ("arg0[2]"), not the learner's names
-    memory = {}  # the address of each passed tensor's data -> its origin (the first, for aliases)
-    for p, t in passed:
-        if t.numel():
-            memory.setdefault(t.untyped_storage().data_ptr(), p)
-    # Learner's parameter names for messages ("W", "params[2]"); the grader checks the
-    # tensors it sent itself, this covers the objects recipes built in here.
-    before = []
-    for i, a in enumerate(args):
-        label = params[i] if i < len(params) else f"argument {i + 1}"
-        before += [(label + p[len(f"arg{i}"):], t, t.detach().clone())
-                   for p, t in _tensors(a, f"arg{i}", [])]
-    before += [(p, t, t.detach().clone()) for k, v in kwargs.items() for p, t in _tensors(v, k, [])]
+    def call(namespace: dict, request: dict) -> dict:
+        restore_builtins()  # the cells may have replaced some: this code relies on them
+        function = namespace.get(request["call"])
+        if not callable(function):
+            return {"status": "missing"}
+        named: dict = {}
+        recorder = Recorder()
+        if request.get("driver"):
+            # A class the learner completes (an autograd.Function) is run by trusted grader code:
+            # `driver(LearnerClass, *args)` calls its forward and backward; `TRUSTED(f)` wraps the
+            # driver's own use of autograd so that it is not counted as the learner's.
+            scope = {"torch": torch, "NAMED": named, "TRUSTED": recorder.trusted}
+            exec(trusted_code(request["driver"]["source"], "<grader driver>"), scope)
+            function = partial(scope[request["driver"]["name"]], function)
 
-    def origin_of(t):
-        """(the passed object t is, the passed tensor whose memory t shares): a new tensor
-        object that is a view or detach() of an argument is still that argument's data."""
-        if id(t) in origins:
-            return origins[id(t)], None
+        def build(recipe: dict):
+            scope = {"torch": torch, "NAMED": named}
+            exec(trusted_code(recipe["source"], "<grader recipe>"), scope)
+            return scope[recipe["name"]](*decode(recipe["args"], live=True))
+
+        args = decode(request["args"], live=True, build=build)
+        kwargs = decode(request["kwargs"], live=True, build=build)
         try:
-            return None, memory.get(t.untyped_storage().data_ptr()) if t.numel() else None
-        except Exception:  # noqa: BLE001 - no storage to compare (a learner's tensor subclass)
-            return None, None
+            params = [str(p) for p in signature(function).parameters]
+        except (TypeError, ValueError):
+            params = []
+        passed = [pt for i, a in enumerate(args) for pt in tensors(a, f"arg{i}", [])]
+        passed += [pt for key, obj in named.items() for pt in tensors(obj, key, [])]
+        origins = {id(t): p for p, t in passed}  # positional origin ("arg0[2]"), not the learner's names
+        memory = {}  # the address of each passed tensor's data -> its origin (the first, for aliases)
+        for p, t in passed:
+            if t.numel():
+                memory.setdefault(t.untyped_storage().data_ptr(), p)
+        # Learner's parameter names for messages ("W", "params[2]"); the grader checks the
+        # tensors it sent itself, this covers the objects recipes built in here.
+        before = []
+        for i, a in enumerate(args):
+            label = params[i] if i < len(params) else f"argument {i + 1}"
+            before += [(label + p[len(f"arg{i}"):], t, t.detach().clone())
+                       for p, t in tensors(a, f"arg{i}", [])]
+        before += [(p, t, t.detach().clone()) for k, v in kwargs.items() for p, t in tensors(v, k, [])]
 
-    # The grader's own versions of the other graded functions stand in for the
-    # learner's while this one runs, so one broken function costs only its own points.
-    for name, source in request.get("references", {}).items():
-        scope = {"torch": torch, "F": torch.nn.functional}
-        exec(_trusted_code(source, "<grader reference>"), scope)
-        # A class (an autograd.Function) stays a class; its methods run as recorded code.
-        namespace[name] = scope[name] if isinstance(scope[name], type) else recorder.trusted(scope[name])
-    try:
-        with recorder:
-            value = function(*args, **kwargs)
-        status, exc = "ok", None
-    except BaseException as error:  # noqa: BLE001
-        status, value, exc = "exception", None, _exception(error)
-    mutated = [p for p, t, old in before
-               if t.shape != old.shape or t.dtype != old.dtype or not torch.equal(t.detach(), old)]
-    reply = {"status": status, "exception": exc, "used": sorted(recorder.seen),
-             "params": params, "mutated": mutated}
-    try:
-        reply["value"] = wire.encode(value, origin_of)
-        reply["args_after"] = wire.encode(tuple(args), origin_of)
-        reply["named_after"] = wire.encode(
-            {k: v for k, v in named.items() if not isinstance(v, torch.nn.Module)}
-            | {f"{k}.{n}": p for k, v in named.items() if isinstance(v, torch.nn.Module)
-               for n, p in v.named_parameters()}, origin_of)
-    except BaseException as error:  # noqa: BLE001 - a hostile return value
-        reply.update(status="exception", value=None, args_after=None, named_after=None,
-                     exception={"type": "UnreadableResult", "bases": ["UnreadableResult"],
-                                "message": "the returned value could not be read", "where": ""})
-    return reply
+        def origin_of(t):
+            """(the passed object t is, the passed tensor whose memory t shares): a new tensor
+            object that is a view or detach() of an argument is still that argument's data."""
+            if id(t) in origins:
+                return origins[id(t)], None
+            try:
+                return None, memory.get(t.untyped_storage().data_ptr()) if t.numel() else None
+            except Exception:  # noqa: BLE001 - no storage to compare (a learner's tensor subclass)
+                return None, None
+
+        # The grader's own versions of the other graded functions stand in for the
+        # learner's while this one runs, so one broken function costs only its own points.
+        for name, source in request.get("references", {}).items():
+            scope = {"torch": torch, "F": torch.nn.functional}
+            exec(trusted_code(source, "<grader reference>"), scope)
+            # A class (an autograd.Function) stays a class; its methods run as recorded code.
+            namespace[name] = scope[name] if isinstance(scope[name], type) else recorder.trusted(scope[name])
+        intact = False
+        try:
+            with recorder:
+                try:
+                    value = function(*args, **kwargs)
+                finally:
+                    intact = recorder.intact()
+            status, exc = "ok", None
+        except BaseException as error:  # noqa: BLE001
+            status, value, exc = "exception", None, exception(error)
+        restore_builtins()
+        if not intact:
+            status, value, exc = "exception", None, {
+                "type": "RecorderSwitchedOff", "bases": ["RecorderSwitchedOff"],
+                "message": SWITCHED_OFF, "where": ""}
+        mutated = [p for p, t, old in before
+                   if t.shape != old.shape or t.dtype != old.dtype or not equal(t.detach(), old)]
+        reply = {"status": status, "exception": exc, "used": sorted(recorder.seen),
+                 "params": params, "mutated": mutated}
+        try:
+            reply["value"] = encode(value, origin_of)
+            reply["args_after"] = encode(tuple(args), origin_of)
+            reply["named_after"] = encode(
+                {k: v for k, v in named.items() if not isinstance(v, torch.nn.Module)}
+                | {f"{k}.{n}": p for k, v in named.items() if isinstance(v, torch.nn.Module)
+                   for n, p in v.named_parameters()}, origin_of)
+        except BaseException as error:  # noqa: BLE001 - a hostile return value
+            reply.update(status="exception", value=None, args_after=None, named_after=None,
+                         exception={"type": "UnreadableResult", "bases": ["UnreadableResult"],
+                                    "message": "the returned value could not be read", "where": ""})
+        return reply
+
+
+    return call
+
+
+def _builtins_keeper():
+    """A function that puts back Python's builtins as they were now (learner code may replace
+    `isinstance`, `sorted`, ... which the report of a call relies on)."""
+    import builtins
+    table = builtins.__dict__
+    saved = dict(table)
+
+    def restore() -> None:
+        if table != saved:
+            table.clear()
+            table.update(saved)
+    return restore
+
+
+def _forget_grader_modules() -> None:
+    """Drop the grader's modules from sys.modules: an import in learner code then loads a new
+    copy, never the objects this process runs (which `_caller` holds by reference)."""
+    import sys
+    for name in [n for n in sys.modules if n == "autograder" or n.startswith("autograder.")]:
+        del sys.modules[name]
 
 
 def main(fd: int, limits: dict) -> None:
     """Child entry point: receive the cells, run them, then answer calls until the socket closes."""
     conn = Connection(fd)
     limit_resources(**limits)
+    # From here on this function holds all it uses as locals: learner code runs next.
+    call, dumps, loads, report, run = _caller(), wire.dumps, wire.loads, _exception, run_cells
+    send, receive, leave = conn.send_bytes, conn.recv_bytes, os._exit
+    _WATCH.install()
+    _forget_grader_modules()
     try:
-        cells = wire.loads(conn.recv_bytes(64 << 20))
-        namespace, errors = run_cells(
-            cells, lambda i: conn.send_bytes(wire.dumps({"status": "running", "cell": i})))
+        cells = loads(receive(64 << 20))
+        namespace, errors = run(cells, lambda i: send(dumps({"status": "running", "cell": i})))
         defined = sorted(k for k, v in namespace.items()
                          if not k.startswith("__") and callable(v))[:1000]
-        conn.send_bytes(wire.dumps({"status": "loaded", "defined": defined, "errors": errors[:50]}))
+        send(dumps({"status": "loaded", "defined": defined, "errors": errors[:50]}))
     except BaseException:  # noqa: BLE001 - the grader sees the socket close
-        os._exit(3)
+        leave(3)
     while True:
         try:
-            request = wire.loads(conn.recv_bytes(256 << 20))
+            request = loads(receive(256 << 20))
         except BaseException:  # noqa: BLE001 - the grader closed the socket
-            os._exit(0)
+            leave(0)
         try:
-            reply = _call(namespace, request)
+            reply = call(namespace, request)
         except BaseException as error:  # noqa: BLE001
-            reply = {"status": "exception", "exception": _exception(error), "used": []}
+            reply = {"status": "exception", "exception": report(error), "used": []}
+        if isinstance(request, dict) and "nonce" in request:
+            reply["nonce"] = request["nonce"]  # what learner code writing to the socket cannot know
         try:
-            conn.send_bytes(wire.dumps(reply))
+            send(dumps(reply))
         except BaseException:  # noqa: BLE001
-            os._exit(3)
+            leave(3)

@@ -22,6 +22,16 @@ _DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.int32, torch.int64, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
 MAX_ELEMENTS = 5_000_000
 """Largest tensor that may cross; a bigger one arrives as Unsupported."""
+MAX_STRING = 10_000
+"""In the grader, characters kept of one string the learner's process sent (a returned value,
+a dict key, a type name): the rest is cut, and counted."""
+
+
+def cut(text: str, limit: int = MAX_STRING) -> str:
+    """`text` of at most about `limit` characters; what is left out is counted."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... (cut: {len(text) - limit} characters)"
 
 
 @dataclass(frozen=True)
@@ -123,6 +133,8 @@ def decode(data: Any, *, live: bool = False, build: Callable[[dict], Any] | None
     """
     if isinstance(data, list):
         return [decode(v, live=live, build=build) for v in data]
+    if isinstance(data, str) and not live:
+        return cut(data)
     if not isinstance(data, dict):
         return data
     (tag, body), = data.items()
@@ -131,11 +143,12 @@ def decode(data: Any, *, live: bool = False, build: Callable[[dict], Any] | None
     if tag == "__tuple__":
         return tuple(decode(v, live=live, build=build) for v in body)
     if tag == "__dict__":
-        return {k: decode(v, live=live, build=build) for k, v in body.items()}
+        return {k if live else cut(k, 200): decode(v, live=live, build=build)
+                for k, v in body.items()}
     if tag == "__dtype__":
         return _DTYPES[body]
     if tag == "__unsupported__":
-        return Unsupported(body)
+        return Unsupported(body if live else cut(str(body), 200))
     if tag == "__recipe__":
         if build is None:
             raise ValueError("a recipe can only be built inside the sandbox")
@@ -156,9 +169,13 @@ def _decode_tensor(body: dict, live: bool) -> torch.Tensor:
             t.requires_grad_(True)
             t.grad = grad
         return t
-    t.info = TensorInfo(body["requires_grad"], body["is_leaf"], body["grad_fn"], grad,
-                        body.get("origin"), body.get("shares"))
+    t.info = TensorInfo(bool(body["requires_grad"]), bool(body["is_leaf"]), _name(body["grad_fn"]),
+                        grad, _name(body.get("origin")), _name(body.get("shares")))
     return t
+
+
+def _name(value) -> str | None:
+    return None if value is None else cut(str(value), 200)
 
 
 def dumps(obj: Any) -> bytes:

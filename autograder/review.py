@@ -1,0 +1,209 @@
+"""Constructs no exercise needs, found in the learner's answer cells: flagged for the instructor.
+
+Runs in the grader, never in the learner's process: it reads the notebook's code with `ast`
+(nothing is executed). A flag does not change the score. It names what could reach into the
+grader's side of the learner's process, or switch off the check of what their code used:
+frames and the garbage collector (which find any live object), `sys.modules`, imports by
+string, builtins patching, `__subclasses__`, function internals, the grader's own modules,
+torch's mode-stack internals, monkeypatching torch, and the grader's socket. Each flag becomes
+a test entry worth 0 points that only instructors see (`TestResult.review`), a "needs review"
+line in the class report, and a comment on the cell's grade in nbgrader.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.notebook import NotGradable, _source, read_cells, recognise
+
+MAX_LINE = 200
+"""Characters of a flagged line quoted in a flag."""
+
+_MODULES = {"gc": "gc (the garbage collector reaches every live object)",
+            "ctypes": "ctypes (raw memory)",
+            "importlib": "importlib (imports by string)",
+            "builtins": "builtins (patching Python's builtins)",
+            "inspect": "inspect (frames of the running code)",
+            "socket": "socket (the grader's connection)",
+            "multiprocessing": "multiprocessing (the grader's connection)"}
+"""Top-level modules whose import is flagged, and why."""
+_NAMES = {
+    "__import__": "__import__ (imports by string)",
+    "__builtins__": "__builtins__ (patching Python's builtins)",
+    "__subclasses__": "__subclasses__ (reaches classes by walking the type tree)",
+    "_getframe": "sys._getframe (frames of the running code)",
+    "f_back": "a frame's f_back (frames of the running code)",
+    "f_globals": "a frame's f_globals (frames of the running code)",
+    "f_locals": "a frame's f_locals (frames of the running code)",
+    "tb_frame": "a traceback's tb_frame (frames of the running code)",
+    "gi_frame": "a generator's gi_frame (frames of the running code)",
+    "cr_frame": "a coroutine's cr_frame (frames of the running code)",
+    "currentframe": "inspect.currentframe (frames of the running code)",
+    "getouterframes": "inspect.getouterframes (frames of the running code)",
+    "__closure__": "__closure__ (a function's captured variables)",
+    "cell_contents": "cell_contents (a function's captured variables)",
+    "__globals__": "__globals__ (another module's variables)",
+    "__code__": "__code__ (rewriting a function's code)",
+    "get_objects": "gc.get_objects (every live object)",
+    "get_referrers": "gc.get_referrers (every live object)",
+}
+"""Identifiers (names, attributes, getattr strings) flagged wherever they appear."""
+_MODE_STACK = {
+    "_pop_torch_dispatch_stack", "_push_on_torch_dispatch_stack", "_pop_torch_function_stack",
+    "_push_on_torch_function_stack", "_pop_mode", "_push_mode", "_pop_mode_temporarily",
+    "_disable_current_modes", "_DisableTorchDispatch", "DisableTorchFunction",
+    "_DisableTorchFunction", "DisableTorchFunctionSubclass", "_ExcludeDispatchKeyGuard",
+    "_set_dispatch_mode", "_unset_dispatch_mode", "_pop_mode_from_pre_dispatch",
+    "_set_mode_pre_dispatch", "_DisablePythonDispatcher", "redispatch", "_op_dk",
+    "_ForceDispatchKeyGuard", "_IncludeDispatchKeyGuard", "_get_current_dispatch_mode",
+    "_get_current_dispatch_mode_stack", "_get_current_function_mode",
+    "_get_current_function_mode_stack", "_len_torch_dispatch_stack", "_get_dispatch_stack_at",
+    "_len_torch_function_stack", "_get_function_stack_at",
+}
+"""torch's mode-stack internals: popping, disabling or bypassing the modes that record what a
+call runs. None is needed by any exercise (07's record_ops enters a TorchDispatchMode with
+`with`, which is allowed; reading the stack is allowed there too)."""
+_READ_STACK = {"_get_current_dispatch_mode", "_get_current_dispatch_mode_stack",
+               "_len_torch_dispatch_stack", "_get_dispatch_stack_at"}
+MODE_CELL = "record_ops"
+"""The answer cell whose exercise is a TorchDispatchMode: reading the mode stack is fine there."""
+_PATCHED_ROOTS = {"torch", "F", "nn", "wire"}
+_SOCKET_CALLS = {"write", "dup", "dup2", "fdopen", "writev", "sendfile"}
+
+
+@dataclass(frozen=True)
+class Flag:
+    cell: str
+    """The grade_id of the answer cell ("a cell you added" for others)."""
+    line: int
+    text: str
+    """The flagged line, cut to MAX_LINE characters."""
+    what: str
+    """What was found, and why it is flagged."""
+
+    @property
+    def construct(self) -> str:
+        """The short name of what was found ("gc", "sys.modules", ...), for tests and samples."""
+        return self.what.split(" (", 1)[0]
+
+    def describe(self) -> str:
+        return f"cell {self.cell}, line {self.line}: `{self.text}`: {self.what}"
+
+
+def _root(node) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _identifier(name: str, cell: str) -> str | None:
+    if "autograder" in name.lower():
+        return "autograder (the grader's own modules)"
+    if name in _NAMES:
+        return _NAMES[name]
+    if name in _MODE_STACK and not (cell == MODE_CELL and name in _READ_STACK):
+        return f"{name} (torch's mode stack: switching off the check of what a call runs)"
+    return None
+
+
+def flags_in(source: str, cell: str) -> list[Flag]:
+    """What `source` (one cell) uses that no exercise needs; [] for code that does not parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    lines = source.splitlines()
+    found: dict[tuple[int, str], Flag] = {}
+
+    def flag(node, what: str) -> None:
+        line = getattr(node, "lineno", 1)
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        if len(text) > MAX_LINE:
+            text = text[:MAX_LINE] + " ..."
+        found.setdefault((line, what), Flag(cell, line, text, what))
+
+    # A string on its own (a docstring, a note) runs nothing; a string used as a value may name
+    # a module or attribute to look up (sys.modules["..."], getattr(x, "..."), import_module).
+    notes = {id(n.value) for n in ast.walk(tree)
+             if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    for node in ast.walk(tree):
+        if id(node) in notes:
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) \
+                else [node.module or ""]
+            for module in modules:
+                top = module.split(".")[0]
+                if top in _MODULES:
+                    flag(node, _MODULES[top])
+                if "autograder" in module:
+                    flag(node, "autograder (the grader's own modules)")
+            if isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    what = _identifier(alias.name, cell)
+                    if what:
+                        flag(node, what)
+                    if node.module == "sys" and alias.name == "modules":
+                        flag(node, "sys.modules (the loaded modules, the grader's included)")
+        elif isinstance(node, ast.Name):
+            what = _identifier(node.id, cell)
+            if what:
+                flag(node, what)
+        elif isinstance(node, ast.Attribute):
+            what = _identifier(node.attr, cell)
+            if what:
+                flag(node, what)
+            if node.attr == "modules" and _root(node.value) == "sys":
+                flag(node, "sys.modules (the loaded modules, the grader's included)")
+            if node.attr in _SOCKET_CALLS and _root(node.value) == "os":
+                flag(node, f"os.{node.attr} (writing to the grader's connection)")
+            if isinstance(node.ctx, (ast.Store, ast.Del)) and _root(node) in _PATCHED_ROOTS:
+                flag(node, "patches torch (replaces a torch function or class attribute)")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            what = _identifier(node.value.strip(), cell) if len(node.value) < 100 else None
+            if what is None and "autograder" in node.value.lower():
+                what = "autograder (the grader's own modules)"
+            if what:
+                flag(node, what)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and node.func.id in ("setattr", "delattr") and node.args \
+                and _root(node.args[0]) in _PATCHED_ROOTS:
+            flag(node, "patches torch (replaces a torch function or class attribute)")
+    return sorted(found.values(), key=lambda f: (f.line, f.what))
+
+
+def review_notebook(path: str | Path) -> list[Flag]:
+    """Flags in the learner's code cells of the notebook at `path` (answer cells by grade_id;
+    code cells the learner added count too, since their definitions run)."""
+    try:
+        cells = read_cells(path)
+    except NotGradable:
+        return []
+    assignment = recognise(cells)
+    known = _source(assignment.id).known if assignment is not None else frozenset()
+    out = []
+    for cell in cells:
+        if cell.cell_type != "code":
+            continue
+        if cell.grade_id is not None and not cell.solution:
+            continue  # the instructor's locked cells (the grader runs its own copy anyway)
+        if cell.grade_id is None and cell.source.strip() in known:
+            continue  # instructor code the learner left as it was
+        out += flags_in(cell.source, cell.grade_id or "a cell you added")
+    return out
+
+
+def review_results(path: str | Path) -> list:
+    """One 0-point, instructor-only test entry per flagged cell ([] for most notebooks)."""
+    from autograder.plugin import TestResult
+    by_cell: dict[str, list[Flag]] = {}
+    for f in review_notebook(path):
+        by_cell.setdefault(f.cell, []).append(f)
+    return [TestResult(cell, f"{cell}: needs review", 0.0, 0.0,
+                       "Flagged for the instructor (this does not change the score): the cell "
+                       "uses what no exercise needs, and what could reach into the grader's "
+                       "side of the process.\n" + "\n".join(f.describe() for f in flags[:20]),
+                       False, review=True)
+            for cell, flags in by_cell.items()]

@@ -1,0 +1,154 @@
+"""The grader reads the learner's cells (ast, outside their process) and flags what no exercise
+needs; a flag costs no points, reaches the instructor only, and never fires on honest work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import report
+from autograder.course import ASSIGNMENTS, ROOT
+from autograder.plugin import TestResult as Result
+from autograder.review import flags_in, review_notebook, review_results
+from autograder.samples import submission_notebook
+from conftest import BUILT, SCENARIOS
+
+
+def constructs(source: str, cell: str = "matmul") -> set[str]:
+    return {f.construct for f in flags_in(source, cell)}
+
+
+@pytest.mark.parametrize("source, construct", [
+    ("import gc\nobjs = gc.get_objects()", "gc"),
+    ("import ctypes", "ctypes"),
+    ("import sys\nf = sys._getframe(1)", "sys._getframe"),
+    ("def f():\n    raise ValueError\ntry:\n    f()\nexcept ValueError as e:\n    g = e.__traceback__.tb_frame.f_back.f_globals", "a traceback's tb_frame"),
+    ("import inspect\nx = inspect.currentframe().f_back", "inspect"),
+    ("import sys\nm = sys.modules['x']", "sys.modules"),
+    ("from sys import modules", "sys.modules"),
+    ("c = object.__subclasses__()", "__subclasses__"),
+    ("import importlib\nm = importlib.import_module('os')", "importlib"),
+    ("m = __import__('os')", "__import__"),
+    ("import builtins\nbuiltins.isinstance = lambda *a: True", "builtins"),
+    ("__builtins__['len'] = lambda x: 0", "__builtins__"),
+    ("import autograder.jail.child as c", "autograder"),
+    ("x = getattr(__import__('sys'), 'modules')['autograder.jail.wire']", "autograder"),
+    ("g = f.__globals__", "__globals__"),
+    ("r = f.__closure__[0].cell_contents", "__closure__"),
+    ("from torch.utils._python_dispatch import _pop_mode_temporarily", "_pop_mode_temporarily"),
+    ("m = torch._C._pop_torch_dispatch_stack(None)", "_pop_torch_dispatch_stack"),
+    ("with torch._C._DisableTorchDispatch():\n    pass", "_DisableTorchDispatch"),
+    ("m = _get_current_dispatch_mode()", "_get_current_dispatch_mode"),
+    ("torch.equal = lambda a, b: True", "patches torch"),
+    ("setattr(torch.Tensor, 'clone', None)", "patches torch"),
+    ("import os\nos.write(3, b'x')", "os.write"),
+    ("g = getattr(sys, '_getframe')", "sys._getframe"),
+])
+def test_each_construct_is_flagged(source, construct):
+    assert construct in constructs(source), constructs(source)
+
+
+def test_reading_the_mode_stack_is_fine_in_record_ops_only():
+    source = "from torch.utils._python_dispatch import _get_current_dispatch_mode"
+    assert constructs(source, "record_ops") == set()
+    assert constructs(source, "matmul") == {"_get_current_dispatch_mode"}
+    assert constructs("torch._C._pop_torch_dispatch_stack(None)", "record_ops")
+
+
+def test_ordinary_code_is_not_flagged():
+    source = '''
+import math
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+
+def f(x, W, autograd_steps=1):
+    """torch.autograd is not autograder."""
+    y = torch.autograd.grad  # a name is not a flag: the recorder judges what runs
+    sys_like = {"modules": 1}
+    x.grad = None
+    W.data -= 0.1
+    return x @ W.T, F.relu(x), math.sqrt(2), sys_like["modules"]
+'''
+    assert flags_in(source, "matmul") == []
+
+
+def test_unparsable_code_is_not_flagged():
+    assert flags_in("def f(:\n", "matmul") == []
+
+
+def test_a_flag_quotes_the_cell_and_line():
+    (flag,) = flags_in("x = 1\nimport gc\n", "relu")
+    assert (flag.cell, flag.line, flag.text) == ("relu", 2, "import gc")
+    assert "cell relu, line 2: `import gc`" in flag.describe()
+
+
+def _written(scenario, folder: Path) -> Path:
+    a = ASSIGNMENTS[scenario.assignment]
+    path = folder / f"{scenario.student}.ipynb"
+    nbformat.write(submission_notebook(scenario), path)
+    return path
+
+
+def test_samples_raise_exactly_their_flags(tmp_path):
+    """Every honest sample and every correct variant raises no flag; hostile ones raise the flags
+    their `flags` key lists, and no other."""
+    wrong = []
+    for scenario in SCENARIOS:
+        found = {f"{f.cell}: {f.construct}" for f in review_notebook(_written(scenario, tmp_path))}
+        if found != set(scenario.flags):
+            wrong.append(f"{scenario.assignment}/{scenario.student}: flags {sorted(found)}, "
+                         f"expected {sorted(scenario.flags)}")
+    assert not wrong, "\n".join(wrong)
+    assert any(s.flags for s in SCENARIOS)
+
+
+@pytest.mark.parametrize("assignment", BUILT)
+def test_release_and_solution_notebooks_raise_no_flag(assignment):
+    a = ASSIGNMENTS[assignment]
+    for folder in ("release", "solutions", "source"):
+        assert review_notebook(ROOT / folder / a.id / a.notebook) == [], folder
+
+
+def test_a_flag_is_a_hidden_zero_point_entry_in_results(tmp_path):
+    nb = nbformat.read(ROOT / "release" / "01_linear_algebra" / "linear_algebra.ipynb", 4)
+    for cell in nb.cells:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "matmul":
+            cell.source = "import gc\n\ndef matmul(A, B):\n    return A @ B\n"
+    path = tmp_path / "linear_algebra.ipynb"
+    nbformat.write(nb, path)
+    (entry,) = review_results(path)
+    assert (entry.name, entry.score, entry.max_score, entry.review) == \
+        ("matmul: needs review", 0.0, 0.0, True)
+    assert "cell matmul, line 1: `import gc`" in entry.output
+    passed = Result("matmul", "matmul: works", 5.0, 5.0, "", True)
+    data = report.results_json([passed, entry])
+    assert (data["score"], data["max_score"]) == (5.0, 5.0)
+    test = data["tests"][1]
+    assert (test["status"], test["visibility"], test["score"], test["max_score"]) == \
+        ("failed", "hidden", 0.0, 0.0)
+    assert json.loads(json.dumps(data)) == data
+
+
+def test_the_class_report_counts_and_quotes_what_needs_review(tmp_path):
+    from autograder.classreport import load, needs_review, render
+    flag = {"name": "matmul: needs review", "score": 0.0, "max_score": 0.0, "status": "failed",
+            "visibility": "hidden",
+            "output": "Flagged for the instructor ...\ncell matmul, line 3: `import gc`: gc (x)"}
+    ok = {"name": "matmul: works", "score": 5.0, "max_score": 5.0, "status": "passed",
+          "output": "", "visibility": "visible"}
+    for student, tests in (("mallory", [ok, flag]), ("alice", [ok])):
+        folder = tmp_path / student
+        folder.mkdir()
+        (folder / "01_linear_algebra.json").write_text(json.dumps(
+            {"score": 5.0, "max_score": 5.0, "tests": tests}))
+    results = load(tmp_path)
+    assert needs_review(results) == [("mallory", "01_linear_algebra", "matmul",
+                                      ["cell matmul, line 3: `import gc`: gc (x)"])]
+    page = render(results, str(tmp_path))
+    assert "<b>1</b>needs review" in page and "Needs review" in page
+    assert "cell matmul, line 3: `import gc`" in page
+    assert "<b>2</b>full marks" in page  # a flag costs nothing
