@@ -19,6 +19,7 @@ import pytest
 from autograder.build import tool_env
 from autograder.course import ASSIGNMENTS
 from autograder.samples import load_scenarios, submission_notebook
+from conftest import alive, cmdline, descendants, proc_stat
 
 A1 = "01_linear_algebra"
 CLASS = 10
@@ -27,72 +28,24 @@ GONE_WITHIN = 3.0
 """Seconds after the kill by which no process of the run may be left."""
 
 
-def _stat(pid: int) -> tuple[str, int, str] | None:
-    """(state, ppid, start time) of a process, None if it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text.rsplit(")", 1)[1].split()
-    return fields[0], int(fields[1]), fields[19]
-
-
-def _pids() -> list[int]:
-    return [int(p) for p in os.listdir("/proc") if p.isdigit()]
-
-
-def _descendants(roots) -> dict[int, str]:
-    """pid -> start time of every process below the `roots` (a pid and its start time name a
-    process for good, even if the pid is reused later)."""
-    children: dict[int, list[tuple[int, str]]] = {}
-    for pid in _pids():
-        st = _stat(pid)
-        if st:
-            children.setdefault(st[1], []).append((pid, st[2]))
-    out, todo = {}, list(roots)
-    while todo:
-        for pid, start in children.get(todo.pop(), []):
-            if pid not in out:
-                out[pid] = start
-                todo.append(pid)
-    return out
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
-
-
 def _marked(mark: str) -> dict[int, str]:
     """Processes whose environment carries the run's mark (what the grader started outside the
     jail, even a process started after the descendants were listed)."""
     out = {}
     needle = f"AUTOGRADER_TEST_RUN={mark}".encode()
-    for pid in _pids():
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
         try:
             environ = Path(f"/proc/{pid}/environ").read_bytes()
         except OSError:
             continue
-        st = _stat(pid)
+        st = proc_stat(pid)
         if st and needle in environ.split(b"\0"):
             out[pid] = st[2]
     return out
 
 
-def _alive(processes: dict[int, str]) -> dict[int, str]:
-    """Those still running (a zombie is dead: it only waits for its parent to reap it)."""
-    out = {}
-    for pid, start in processes.items():
-        st = _stat(pid)
-        if st and st[2] == start and st[0] != "Z":
-            out[pid] = _cmdline(pid)[:120]
-    return out
-
-
 def _kill(processes: dict[int, str]) -> None:
-    for pid in _alive(processes):
+    for pid in alive(processes):
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
@@ -105,7 +58,7 @@ def _started(commands: dict[int, str], when: str) -> bool:
     servers = {p for p, c in commands.items() if "autograder.jail.server" in c}
     if when == "starting":
         return len(servers) >= JOBS
-    return any(_stat(p) and _stat(p)[1] in servers for p in servers)
+    return any(proc_stat(p) and proc_stat(p)[1] in servers for p in servers)
 
 
 @pytest.mark.parametrize("jail, when", [(True, "starting"), (True, "grading"), (False, "grading")],
@@ -134,14 +87,14 @@ def test_kill_9_of_the_grader_alone_leaves_no_process_behind(tmp_path, jail, whe
         """What is alive of the run: what was seen, what the run's mark names, and their
         descendants (a jail's processes started after the kill, say)."""
         seen.update(_marked(mark))
-        seen.update(_descendants(list(_alive(seen))))
-        return _alive(seen)
+        seen.update(descendants(list(alive(seen))))
+        return alive(seen)
 
     try:
         deadline = time.monotonic() + 300
         while True:
-            seen = _descendants([first.pid])
-            commands = {p: _cmdline(p) for p in seen}
+            seen = descendants([first.pid])
+            commands = {p: cmdline(p) for p in seen}
             if _started(commands, when):
                 break
             assert first.poll() is None, (tmp_path / "run1.err").read_text()[-2000:]
