@@ -109,10 +109,10 @@ def test_kill_9_of_the_grader_alone_leaves_no_process_behind(tmp_path, jail, whe
                  "server": any("autograder.jail.server" in c for c in commands.values()),
                  "bwrap": any(c.startswith("bwrap") for c in commands.values()) or not jail}
         assert all(kinds.values()), kinds
-        while alive := left():
+        while still := left():
             assert time.monotonic() - killed < GONE_WITHIN, (
-                f"{len(alive)} processes of the killed run still alive {GONE_WITHIN} s later: "
-                f"{json.dumps(alive, indent=1)}")
+                f"{len(still)} processes of the killed run still alive {GONE_WITHIN} s later: "
+                f"{json.dumps(still, indent=1)}")
             time.sleep(0.05)
     finally:
         _kill(seen)
