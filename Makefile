@@ -39,8 +39,12 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 demo: setup
 	$(BIN)/python -m autograder demo
 
+# The suite runs in parallel (pytest-xdist), one module per worker at a time (`loadfile`: a
+# module's fixtures are built once), the modules marked `early` first (tests/conftest.py).
+# TEST_WORKERS=0 runs it in this one process.
+TEST_WORKERS ?= auto
 test: setup $(VENV)/.test-installed browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 $(VENV)/.test-installed: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[test]'

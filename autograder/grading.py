@@ -12,12 +12,16 @@ See docs/batch.md.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import hashlib
 import importlib.metadata
 import multiprocessing
+import multiprocessing.connection
 import os
+import signal
 import sys
+import threading
 import traceback
 import uuid
 from collections import defaultdict, deque
@@ -106,6 +110,39 @@ def grade_notebook(path: Path, only: set[str] | None = None) -> Graded:
 
 # --- the work of one worker process -----------------------------------------------------------
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int, sentinel: int | None = None) -> None:
+    """Make this process die with its parent `parent`, however the parent ends (kill -9 too).
+
+    The kernel sends SIGKILL when the parent goes (PR_SET_PDEATHSIG; strictly, when the parent's
+    thread that started this process ends: `_pools` starts and shuts down its workers in the
+    one thread that called it, so they never outlive that thread anyway). A thread watching the
+    parent's `sentinel` (an fd that becomes readable when the parent is gone) is a second line.
+    What runs below a worker follows it: its jail (bwrap --die-with-parent, and the jailed
+    server exits when its control socket closes), and multiprocessing's resource tracker exits
+    once no process holds its pipe."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux
+        pass
+    if sentinel is not None:
+        def watch() -> None:
+            multiprocessing.connection.wait([sentinel])
+            os.kill(os.getpid(), signal.SIGKILL)
+        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _start_worker(parent: int) -> None:
+    """A batch worker's initializer: die with the grader, then start the jailed server."""
+    process = multiprocessing.parent_process()
+    die_with_parent(parent, process.sentinel if process is not None else None)
+    warm_up()
+
+
 def _broken(student: str, assignment: str, error: BaseException) -> Graded:
     summary = "".join(traceback.format_exception_only(type(error), error)).strip()
     return Graded(student, assignment, error=BROKEN, operator=summary.splitlines()[-1][:500])
@@ -185,7 +222,8 @@ def _pools(tasks: list[tuple[str, str, str]], jobs: int | None, only: set[str] |
     def submit(slot: int) -> None:
         chunk = queue.popleft()
         if pools[slot] is None:
-            pools[slot] = ProcessPoolExecutor(1, mp_context=context, initializer=warm_up)
+            pools[slot] = ProcessPoolExecutor(1, mp_context=context, initializer=_start_worker,
+                                              initargs=(os.getpid(),))
         items = [(i, *tasks[i]) for i in chunk]
         running[pools[slot].submit(_grade_chunk, items, only)] = (slot, chunk)
 

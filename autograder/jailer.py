@@ -188,7 +188,8 @@ class Jail:
             env = None
         else:
             command = [sys.executable, "-m", "autograder.jail.server", fd, *warm]
-            env = {**os.environ, **MALLOC, "AUTOGRADER_SCRATCH": "", "PYTHONPATH": str(PACKAGE.parent)}
+            env = {**os.environ, **MALLOC, "AUTOGRADER_SCRATCH": "", "PYTHONPATH": str(PACKAGE.parent),
+                   "AUTOGRADER_GRADER_PID": str(os.getpid())}  # it dies with this process
         debug = os.environ.get("AUTOGRADER_DEBUG") == "1"
         self._process = subprocess.Popen(
             command, pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,

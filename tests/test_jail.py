@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -22,7 +23,8 @@ import pytest
 
 from autograder.course import ASSIGNMENTS, ROOT
 from autograder.samples import Scenario, load_scenarios, submission_notebook
-from conftest import run
+from autograder.build import tool_env
+from conftest import ProcessTree, run
 
 PRODUCT = "(A[:, :, None] * B[None, :, :]).sum(dim=1)"
 FULL = {"matmul": 5, "linear_forward": 6}
@@ -194,24 +196,6 @@ ok = not os.path.exists("/tmp/secret_of_alice")
     }
 
 
-def _jail_processes() -> list[str]:
-    """Processes of the uids the jail uses (see autograder.jailer._uid): the real uid from
-    /proc/PID/status (/proc/PID itself belongs to root when a process is not dumpable)."""
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-            uid = int(next(line.split()[1] for line in status.splitlines() if line.startswith("Uid:")))
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if uid >= 200000 or (os.geteuid() != 0 and "autograder.jail" in cmd):
-            out.append(f"{pid} uid={uid} {cmd[:80]}")
-    return out
-
-
 @pytest.fixture(scope="module")
 def attacked(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
@@ -256,15 +240,17 @@ def attacked(tmp_path_factory):
     out.mkdir()
     canaries["grades"].write_text("student,assignment,score,max_score\n")
     before = {k: p.read_bytes() for k, p in canaries.items()}
-    # jails alive before the run (e.g. this pytest process's own warm server from earlier
-    # tests) are not the batch's
-    already = set(_jail_processes())
     started = time.monotonic()
-    done = run("python", "-m", "autograder", "grade", str(submitted), "--out", str(out), "--jobs", "1",
-               cwd=course, check=False)
+    # every process of the batch (its worker, the jail, what the learners started) is watched
+    # while it runs; other tests' jails (parallel workers) are not the batch's
+    args = ["python", "-m", "autograder", "grade", str(submitted), "--out", str(out), "--jobs", "1"]
+    batch = subprocess.Popen(args, cwd=course, env=tool_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    tree = ProcessTree(batch.pid)
+    stdout, stderr = batch.communicate()
+    done = subprocess.CompletedProcess(args, batch.returncode, stdout, stderr)
     seconds = time.monotonic() - started
-    time.sleep(0.5)
-    alive = [p for p in _jail_processes() if p not in already]
+    alive = [f"{pid} {command}" for pid, command in tree.left(within=3.0).items()]
     stop.set()
     listener.close()
     after = {k: p.read_bytes() if k != "grades" else before[k] for k, p in canaries.items()}

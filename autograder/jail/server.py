@@ -22,14 +22,48 @@ import gc
 import importlib
 import json
 import os
+import select
 import shutil
 import signal
 import socket
 import stat
 import sys
+import threading
 import time
 
-import matplotlib
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(parent: int) -> None:
+    """Die (SIGKILL) when process `parent` does, even if it is killed; exit now if it is gone."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(3)
+
+
+def _exit_when_grader_goes(fd: int, done: threading.Event) -> None:
+    """While the server starts (imports torch: seconds), exit as soon as the grader's end of the
+    control socket closes (the main loop sees that itself). The grader may die before bubblewrap
+    has tied the jail to it (--die-with-parent takes effect only once the jail is set up)."""
+    watch = select.poll()
+    watch.register(fd, 0)  # only hang-up and errors
+    while not done.is_set():
+        if watch.poll(50):
+            os._exit(0)
+
+
+if os.environ.get("AUTOGRADER_GRADER_PID"):  # --no-jail (in the jail, bwrap --die-with-parent)
+    _die_with(int(os.environ.pop("AUTOGRADER_GRADER_PID")))
+_started = threading.Event()
+_watcher = threading.Thread(target=_exit_when_grader_goes, args=(int(sys.argv[1]), _started),
+                            daemon=True) if __name__ == "__main__" else None
+if _watcher:
+    _watcher.start()
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")  # setup cells import pyplot: load it once here, headless
 import matplotlib.pyplot  # noqa: E402,F401
@@ -168,10 +202,13 @@ def main(fd: int) -> None:
         op = request.get("op")
         if op == "spawn":
             _import(request.get("warm", []))
+            server = os.getpid()
             pid = os.fork()
             if pid == 0:
                 control.close()
                 os.setsid()
+                if not jailed:  # in the jail, the PID namespace ends with the server
+                    _die_with(server)
                 try:
                     child.main(fds[0], request["limits"])
                 finally:
@@ -216,4 +253,6 @@ def _children() -> list[int]:
 
 if __name__ == "__main__":
     _import(sys.argv[2:])  # an assignment's `warm` modules, while the grader starts too
+    _started.set()
+    _watcher.join()  # no other thread when the first child is forked
     main(int(sys.argv[1]))
