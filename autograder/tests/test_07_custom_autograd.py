@@ -334,6 +334,26 @@ def ste(w, scale, g):
     return w.grad
 
 
+def forward_mistakes(w, scale):
+    return {
+        "round to the nearest integer with torch.round, not floor.":
+            lambda: quantize(w, scale, rounding=torch.floor),
+        "torch.round sends a tie to the even integer (0.5 -> 0, 1.5 -> 2, -2.5 -> -2); "
+        "floor(v + 0.5) rounds ties up.": lambda: quantize(w, scale, rounding=lambda v: torch.floor(v + 0.5)),
+        "ties go to the even integer with torch.round (0.5 -> 0, 1.5 -> 2, -2.5 -> -2), not away "
+        "from zero.": lambda: quantize(w, scale, rounding=lambda v: torch.sign(v) * torch.floor(v.abs() + 0.5)),
+        "round to the nearest integer, do not truncate toward 0.":
+            lambda: quantize(w, scale, rounding=torch.trunc),
+        "the int8 range is -128 to 127: clamp(..., -128, 127).": lambda: quantize(w, scale, -127, 127),
+        "the int8 range is -128 to 127 (127 is the largest int8 value).":
+            lambda: quantize(w, scale, -128, 128),
+        "clamp to the int8 range -128 to 127 after rounding.":
+            lambda: scale * torch.round(w / scale),
+        "multiply the integer back by scale: forward returns a weight on the grid, not the integer.":
+            lambda: torch.clamp(torch.round(w / scale), -128, 127),
+    }
+
+
 def backward_mistakes(w, scale, g):
     ratio = w / scale
     k = torch.round(ratio)
