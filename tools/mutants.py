@@ -151,7 +151,7 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ("LinearFunction", "`db = grad_out.sum(0) if want_b and ctx.with_bias else None` -> "
                        "`db = grad_out.sum(0) if want_b else None`"):
         "when b is None, ctx.needs_input_grad[2] is False: want_b already says there is no bias",
-    ("FakeQuantize", "added `ctx.save_for_backward((ratio >= -128) & (ratio <= 127))`"):
+    ("FakeQuantize", "added `ctx.save_for_backward((k >= -128) & (k <= 127))`"):
         "done twice: the second call saves the same mask again",
     ("train_quantized", "`for _ in range(steps):` -> `for _ in reversed(list(range(steps))):`"):
         "the loop variable is not used",

@@ -327,8 +327,11 @@ def quantize(w, scale, low=-128, high=127, rounding=torch.round):
 
 
 def ste(w, scale, g):
-    ratio = w / scale
-    return torch.where((ratio >= -128) & (ratio <= 127), g, torch.zeros_like(g))
+    """The gradient of torch.fake_quantize_per_tensor_affine (zero point 0, -128..127) for g: g where
+    -128 <= round(w / scale) <= 127 (ties to even), 0 elsewhere. PyTorch's own op gives it."""
+    w = w.detach().clone().requires_grad_()
+    torch.fake_quantize_per_tensor_affine(w, scale, 0, -128, 127).backward(g)
+    return w.grad
 
 
 def forward_mistakes(w, scale):
@@ -353,27 +356,33 @@ def forward_mistakes(w, scale):
 
 def backward_mistakes(w, scale, g):
     ratio = w / scale
+    k = torch.round(ratio)
+
+    def where(inside):
+        return torch.where(inside, g, torch.zeros_like(g))
     return {
         "that is the true derivative of round (0 almost everywhere): nothing could train through "
-        "it. Use the straight-through estimator: grad_out where -128 <= w / scale <= 127.":
+        "it. Use the straight-through estimator: grad_out where -128 <= round(w / scale) <= 127.":
             lambda: torch.zeros_like(g),
-        "outside the range clamp cuts w off: pass 0 where w / scale < -128 or > 127.": lambda: g,
-        "the edges are inside the range: pass the gradient where -128 <= w / scale <= 127 "
-        "(<=, not <). torch.clamp's own backward gives 0 exactly at its min and max from torch 2.14 "
-        "on: build the mask from w / scale yourself.": lambda: torch.where((ratio > -128) & (ratio < 127), g, torch.zeros_like(g)),
-        "the upper edge w / scale = 127 is inside the range: pass the gradient where "
-        "w / scale <= 127 (<=, not <).": lambda: torch.where((ratio >= -128) & (ratio < 127), g,
-                                                             torch.zeros_like(g)),
-        "the lower edge w / scale = -128 is inside the range: pass the gradient where "
-        "-128 <= w / scale (<=, not <).": lambda: torch.where((ratio > -128) & (ratio <= 127), g,
-                                                              torch.zeros_like(g)),
-        "test w / scale itself, not its rounded value: -128.25 rounds to -128 but is outside.":
-            lambda: torch.where((torch.round(ratio) >= -128) & (torch.round(ratio) <= 127), g,
-                                torch.zeros_like(g)),
-        "the range is -128 <= w / scale <= 127, not -127 to 127.":
-            lambda: torch.where((ratio >= -127) & (ratio <= 127), g, torch.zeros_like(g)),
-        "the range is -128 <= w / scale <= 127, not -128 to 128.":
-            lambda: torch.where((ratio >= -128) & (ratio <= 128), g, torch.zeros_like(g)),
+        "outside the range clamp cuts w off: pass 0 where round(w / scale) < -128 or > 127.": lambda: g,
+        "that is clamp's derivative, the LSQ/PACT convention (and torch.clamp's own backward up to "
+        "torch 2.13): it tests w / scale itself. This exercise follows PyTorch's "
+        "torch.fake_quantize_per_tensor_affine, which tests the rounded value: grad_out where "
+        "-128 <= round(w / scale) <= 127 (w / scale = -128.25 rounds to -128 and passes; 127.5 "
+        "rounds to 128 and does not).": lambda: where((ratio >= -128) & (ratio <= 127)),
+        "that tests w / scale itself with <, as torch.clamp's own backward does from torch 2.14 on: "
+        "build the mask from the rounded value, -128 <= round(w / scale) <= 127 (<=, not <).":
+            lambda: where((ratio > -128) & (ratio < 127)),
+        "the ends are inside the range: pass the gradient where -128 <= round(w / scale) <= 127 "
+        "(<=, not <).": lambda: where((k > -128) & (k < 127)),
+        "the upper end round(w / scale) = 127 is inside the range: pass the gradient where "
+        "round(w / scale) <= 127 (<=, not <).": lambda: where((k >= -128) & (k < 127)),
+        "the lower end round(w / scale) = -128 is inside the range: pass the gradient where "
+        "-128 <= round(w / scale) (<=, not <).": lambda: where((k > -128) & (k <= 127)),
+        "the range is -128 <= round(w / scale) <= 127, not -127 to 127.":
+            lambda: where((k >= -127) & (k <= 127)),
+        "the range is -128 <= round(w / scale) <= 127, not -128 to 128.":
+            lambda: where((k >= -128) & (k <= 128)),
         "backward passes grad_out itself, not grad_out times the quantized weight.":
             lambda: g * quantize(w, scale),
     }
@@ -403,9 +412,12 @@ def check_fake_quantize(student, w, scale, what, grad_out=None):
 
 
 # power-of-two scales: w / scale is exact, so the edges and ties are exactly where they should be.
-# EDGES holds no tie (k + 0.5): a wrong rounding of ties fails the tests of ties, not of clipping.
-EDGES = torch.tensor([-200.0, -129.0, -128.25, -128.0, -127.75, -1.25, 0.0, 2.75, 126.0, 126.25,
-                      127.0, 127.25, 127.75, 128.0, 300.0])
+# EDGES holds the half-open zones [-128.5, -128) and (127, 127.5) where PyTorch's STE (the rounded
+# value inside) and clamp's derivative (w / scale inside) differ, and their ends -128.5 (rounds to
+# -128: passes) and 127.5 (rounds to 128: does not). Its only ties are those two, whose forward is
+# the same for every rounding of ties (clamped): a wrong rounding of ties fails the tests of ties.
+EDGES = torch.tensor([-200.0, -129.0, -128.75, -128.5, -128.25, -128.0, -127.75, -1.25, 0.0, 2.75,
+                      126.0, 126.25, 127.0, 127.25, 127.5, 127.75, 128.0, 300.0])
 TIES = torch.tensor([-4.5, -3.5, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 10.5, 11.5, -127.5, 126.5])
 
 
@@ -429,7 +441,7 @@ def test_FakeQuantize_clipping_edges(student):
 
 @graded("FakeQuantize", points=1, visible=True)
 def test_FakeQuantize_straight_through(student):
-    """backward passes grad_out where -128 <= w / scale <= 127 (edges included), 0 elsewhere"""
+    """backward passes grad_out where -128 <= round(w / scale) <= 127, as PyTorch's fake_quantize"""
     g = rand(len(EDGES), seed=810, low=0.5, high=2.0)
     check_fake_quantize(student, EDGES * 0.5, 0.5, "w / scale on and beyond the edges", g)
 
@@ -469,7 +481,8 @@ def reference_training(x, y, W, b, scale, lr, steps, mistake=None):
                     lr=lr)
 
     def fake_quantize(t):
-        inside = ((t.detach() / scale >= -128) & (t.detach() / scale <= 127)).to(t.dtype)
+        k = torch.round(t.detach() / scale)
+        inside = ((k >= -128) & (k <= 127)).to(t.dtype)
         return quantize(t.detach(), scale) + (t - t.detach()) * inside
 
     def forward():
