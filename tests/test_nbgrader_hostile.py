@@ -224,7 +224,9 @@ def test_a_deleted_test_cell_is_put_back(hostile):
     root, _ = hostile
     nb = _autograded(root, "d_deleted_test")
     ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
-    assert ids.index("tests_linear_forward") == ids.index("linear_forward") + 1
+    # back in its place: right after the locked cell that defines its checks, below the answer
+    assert ids.index("tests_linear_forward") == ids.index("checks_linear_forward") + 1
+    assert ids.index("checks_linear_forward") == ids.index("linear_forward") + 1
 
 
 # ---- unit tests of the plugin's steps: no kernel, no jail ----------------------------------------

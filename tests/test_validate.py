@@ -34,7 +34,13 @@ HOSTILE = {"calls_sys_exit", "endless_loop", "memory_hog", "kills_process"}
 
 # (assignment, student, function) whose mistake the visible checks cannot catch without
 # revealing a hidden test's case, with the reason. Keep this empty unless there is no other way.
-NOT_VISIBLE: dict[tuple[str, str, str], str] = {}
+NOT_VISIBLE: dict[tuple[str, str, str], str] = {
+    # The visible check runs in the learner's own kernel: code that switches its recording off
+    # there blinds only the learner's own view. Grading sees the switch (the call fails with
+    # "switched off") and flags the construct for the instructor (autograder/review.py).
+    ("01_linear_algebra", "forge_pop_modes", "matmul"): "switches off the kernel's own recording",
+    ("01_linear_algebra", "forge_swallowing_mode", "matmul"): "switches off the kernel's own recording",
+}
 
 WRONG_SAMPLE = {
     "01_linear_algebra": "w_not_transposed",
