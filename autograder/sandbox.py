@@ -69,10 +69,7 @@ class ExceptionInfo:
 
 def cut(text, limit: int = MAX_TEXT) -> str:
     """`str(text)` of at most about `limit` characters; what is left out is counted."""
-    text = text if isinstance(text, str) else str(text)
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... (cut: {len(text) - limit} characters)"
+    return wire.cut(text if isinstance(text, str) else str(text), limit)
 
 
 def _names(values, count: int, limit: int = MAX_NAME) -> list[str]:

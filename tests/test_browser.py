@@ -222,18 +222,9 @@ def lab(tmp_path):
 def learner_lab(tmp_path):
     """A course that released 01 into its exchange, and a learner's JupyterLab started in a bare
     folder holding only the nbgrader_config.py of `python -m autograder learner-config`."""
-    from test_exchange import learner_config, nbgrader, private_env
+    from test_exchange import released
 
-    from autograder.build import tool_env
-    course, learner = tmp_path / "course", tmp_path / "learner"
-    shutil.copytree(ROOT / "release" / ASSIGNMENT, course / "release" / ASSIGNMENT)
-    shutil.copy(ROOT / "nbgrader_config.py", course)
-    instructor = {**tool_env(), **private_env(tmp_path / "instructor-home")}
-    instructor.pop("NBGRADER_EXCHANGE", None)
-    nbgrader("release_assignment", ASSIGNMENT, cwd=course, env=instructor)
-    done = learner_config("--exchange", str(course / "exchange"), "--out", str(learner))
-    assert done.returncode == 0, done.stderr
-    assert [p.name for p in learner.iterdir()] == ["nbgrader_config.py"]
+    course, learner, _ = released(tmp_path, ASSIGNMENT)
     server = Lab(learner, tmp_path / "learner-home", bare=True)
     server.exchange = course / "exchange"
     yield server

@@ -75,22 +75,27 @@ def test_learner_config_holds_only_the_exchange_and_the_course(tmp_path):
         assert not (tmp_path / "bad" / "nbgrader_config.py").exists()
 
 
-def test_release_fetch_submit_collect(tmp_path):
+def released(tmp_path: Path, assignment: str = A) -> tuple[Path, Path, dict]:
+    """(course, learner, instructor's env): a copy of the course that released `assignment` into
+    its exchange (beside its config), and a learner's folder holding only what a learner gets: the
+    one small file the instructor's `learner-config` writes."""
     course, learner = tmp_path / "course", tmp_path / "learner"
-    shutil.copytree(ROOT / "release" / A, course / "release" / A)
+    shutil.copytree(ROOT / "release" / assignment, course / "release" / assignment)
     shutil.copy(ROOT / "nbgrader_config.py", course)
     instructor = {**tool_env(), **private_env(tmp_path / "instructor-home")}
     instructor.pop("NBGRADER_EXCHANGE", None)
+    nbgrader("release_assignment", assignment, cwd=course, env=instructor)
+    done = learner_config("--exchange", str(course / "exchange"), "--out", str(learner))
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in learner.iterdir()) == ["nbgrader_config.py"]
+    return course, learner, instructor
 
-    nbgrader("release_assignment", A, cwd=course, env=instructor)
+
+def test_release_fetch_submit_collect(tmp_path):
+    course, learner, instructor = released(tmp_path)
     exchange = course / "exchange"
     assert (exchange / COURSE_ID / "outbound" / A / "linear_algebra.ipynb").is_file()
     assert os.stat(exchange).st_mode & 0o777 == 0o777, "learners must be able to submit"
-
-    # What the learner gets: one small file, written by the instructor's command.
-    done = learner_config("--exchange", str(exchange), "--out", str(learner))
-    assert done.returncode == 0, done.stderr
-    assert sorted(p.name for p in learner.iterdir()) == ["nbgrader_config.py"]
     as_learner = private_env(tmp_path / "learner-home")
 
     listed = nbgrader("list", cwd=learner, env=as_learner)
