@@ -30,7 +30,7 @@ AUTOGRAD = frozenset({"backward", "grad", "vjp", "jacobian", "jvp", "hessian",
                       "_make_dual", "_unpack_dual",
                       # a tensor's autograd node, called by hand (`out.grad_fn(g)`), runs the
                       # library's own gradient formula outside autograd's engine: no marker sees it
-                      "grad_fn"})
+                      "grad_fn.__get__"})
 ACTIVATIONS = frozenset({
     "relu", "relu_", "relu6", "threshold", "threshold_", "sigmoid", "sigmoid_", "logsigmoid",
     "log_sigmoid_forward", "expit", "hardtanh", "leaky_relu", "elu", "gelu", "silu",
@@ -245,11 +245,10 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
 
 def base_name(qualified: str) -> str:
     """`torch.Tensor.__matmul__` -> `__matmul__`; `torch.nn.functional.linear` -> `linear`;
-    a property's getter `torch.Tensor.grad_fn.__get__` -> `grad_fn`."""
+    a property's getter keeps its accessor: `torch.Tensor.grad_fn.__get__` -> `grad_fn.__get__`
+    (reading `p.grad` is not calling torch.autograd.grad)."""
     parts = qualified.split(".")
-    if len(parts) > 1 and parts[-1] in ("__get__", "__set__"):
-        return parts[-2]
-    return parts[-1]
+    return ".".join(parts[-2:]) if parts[-1] in ("__get__", "__set__") else parts[-1]
 
 
 def graded_functions() -> dict[str, str]:

@@ -33,7 +33,7 @@ _BANNED_SPELLING = {"__matmul__": "`@`", "__rmatmul__": "`@`", "matmul": "`@` / 
                                   "torch.func.jvp: autograd by another name)",
                     "_unpack_dual": "forward-mode AD (torch.autograd.forward_ad's unpack_dual: "
                                     "autograd by another name)",
-                    "grad_fn": "an autograd node called by hand (`.grad_fn(...)` runs the library's "
+                    "grad_fn.__get__": "an autograd node called by hand (`.grad_fn(...)` runs the library's "
                                "own gradient formula: autograd without its engine)",
                     "numpy": "`.numpy()` (leaving torch for numpy: the check cannot see what numpy "
                              "computes, such as numpy's own `@`; stay in torch, or use plain Python "

@@ -4,8 +4,9 @@
 drivers (`student.drive`): the driver calls `cls.apply(...)` and then the learner's backward
 *directly* on the output's node (`out.grad_fn.apply(grad_out)`, outside autograd's engine), so
 the test sees exactly what backward returns (order, shapes, None) and what the learner ran
-inside it (marked `SECTION("backward", ...)`: LinearFunction's allowlist applies there only). Tests of what the engine makes of it (`.grad`, gradcheck) run the engine
-under `TRUSTED`. Every expected value is computed here by PyTorch.
+inside it (marked `SECTION("backward", ...)`: LinearFunction's allowlist applies there only).
+Tests of what the engine makes of it (`.grad`, gradcheck) run the engine under `TRUSTED`. Every
+expected value is computed here by PyTorch.
 """
 
 import pytest
