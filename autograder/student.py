@@ -29,12 +29,11 @@ _BANNED_SPELLING = {"__matmul__": "`@`", "__rmatmul__": "`@`", "matmul": "`@` / 
                            "torch.autograd.functional.jvp)",
                     "jacobian": "torch.autograd.functional.jacobian (autograd)",
                     "hessian": "torch.autograd.functional.hessian (autograd)",
-                    "_make_dual": "forward-mode AD (torch.autograd.forward_ad's make_dual, or "
-                                  "torch.func.jvp: autograd by another name)",
-                    "_unpack_dual": "forward-mode AD (torch.autograd.forward_ad's unpack_dual: "
-                                    "autograd by another name)",
-                    "grad_fn.__get__": "an autograd node called by hand (`.grad_fn(...)` runs the library's "
-                               "own gradient formula: autograd without its engine)",
+                    **dict.fromkeys(("_make_dual", "_unpack_dual"),
+                                    "forward-mode AD (torch.autograd.forward_ad's make_dual / "
+                                    "unpack_dual, or torch.func.jvp: autograd by another name)"),
+                    "grad_fn.__get__": "an autograd node called by hand (`.grad_fn(...)` runs the "
+                                       "library's own gradient formula: autograd without its engine)",
                     "numpy": "`.numpy()` (leaving torch for numpy: the check cannot see what numpy "
                              "computes, such as numpy's own `@`; stay in torch, or use plain Python "
                              "on `.tolist()`)",
