@@ -7,6 +7,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# ----------------------------------------------------------------------------------------------
+# Names refused at the Python level (the torch function's name, `base_name`), next to the allowlists
+# below: the library functions an exercise's text forbids, for messages in the learner's words, and
+# those whose work the operator level cannot see.
+
 # Every spelling of a built-in matrix product, after `base_name` strips the namespace.
 MATRIX_PRODUCTS = frozenset({
     "matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "einsum", "tensordot", "addmm",
@@ -18,9 +23,14 @@ MATRIX_PRODUCTS = frozenset({
     "convolution", "_convolution", "conv_tbc", "embedding_bag", "_embedding_bag",
     "_embedding_bag_forward_only", "_sparse_mm", "_sparse_addmm", "sspaddmm", "hspmm", "smm",
 })
-"""Python names and, caught at the dispatch level whatever the spelling, ATen operators."""
+"""By name, so that the message says what the learner wrote; torch.linalg.vecdot also needs it, as
+it reaches the operators only as the elementwise products and sums it is made of."""
 AUTOGRAD = frozenset({"backward", "grad", "vjp", "jacobian", "jvp", "hessian",
-                      "autograd_engine", "functorch_transform"})
+                      # forward-mode AD: torch.autograd.forward_ad's dual tensors (torch.func.jvp too)
+                      "_make_dual", "_unpack_dual",
+                      # a tensor's autograd node, called by hand (`out.grad_fn(g)`), runs the
+                      # library's own gradient formula outside autograd's engine: no marker sees it
+                      "grad_fn.__get__"})
 ACTIVATIONS = frozenset({
     "relu", "relu_", "relu6", "threshold", "threshold_", "sigmoid", "sigmoid_", "logsigmoid",
     "log_sigmoid_forward", "expit", "hardtanh", "leaky_relu", "elu", "gelu", "silu",
@@ -30,9 +40,96 @@ ACTIVATIONS = frozenset({
     "softmax", "_softmax", "log_softmax", "_log_softmax", "softmin", "softplus",
     "rrelu", "rrelu_with_noise", "prelu", "_prelu_kernel", "celu", "selu", "glu",
 })
-LEAVING_TORCH = frozenset({"numpy", "__array__"})
-"""`t.numpy()`, `np.asarray(t)`, a numpy function given a tensor: what numpy then computes (its
-own `@`) never reaches torch, so no check can see it. Pure-Python work on `.tolist()` stays allowed."""
+LEAVING_TORCH = frozenset({"numpy", "__array__", "__dlpack__", "data_ptr", "untyped_storage",
+                           "storage", "_typed_storage", "__reduce_ex__", "_cdata"})
+"""How a tensor's numbers leave torch: `t.numpy()`, `np.asarray(t)` (`__array__`), DLPack
+(`np.from_dlpack`), the raw memory (`untyped_storage`, `data_ptr` with ctypes, pickling). What is
+then computed outside (numpy's own `@`) never reaches torch's dispatcher, so no allowlist of
+operators can see it: these names are refused where what could be computed outside is what the
+exercise forbids (01's product, 02's activations: numpy and scipy have both), and allowed where it
+is not (numpy has no autograd and no optimizer). `.tolist()` and `.item()` stay allowed everywhere:
+they give plain Python numbers, on which every operation is written out by hand."""
+
+# ----------------------------------------------------------------------------------------------
+# Allowlists: what a "by hand" answer may run.
+#
+# A denylist names what is forbidden, and is always one spelling short (issue 20: a 1x1 convolution
+# through aten._slow_conv2d_forward, forward-mode AD, torch.optim's step). So each by-hand function
+# instead declares the ATen operators a by-hand answer needs, by category; the learner's child records
+# every operator its code dispatches (`aten.<overload packet>`, whatever the Python spelling:
+# torch.ops by string, a private kernel, a tensor method), and any operator outside the function's set
+# fails it, named, with what to use instead (student.banned_uses). The categories are generous on
+# purpose: a correct answer a teacher accepts must never fail, so each holds the whole family (every
+# view, every elementwise function, every reduction), not only what the reference solution uses; they
+# were derived from the worked solutions and every correct sample (tests/test_scenarios.py grades them
+# all; tests/test_allowlists.py checks the names), and they are the same in the visible checks (each
+# setup cell's ALLOWED; tests/test_validate.py). What is left out is what no by-hand answer needs: the
+# library's products and convolutions, the activations' own kernels, loss and backward kernels,
+# autograd (the markers below and forward-mode's dual tensors), optimizers and the profiler, sparse,
+# quantized and other backends' kernels.
+
+SHAPES = frozenset({
+    # views and shape changes; indexing, reading and writing (t[i] = v is select + copy_, or index_put_)
+    "view", "_unsafe_view", "view_as", "reshape", "flatten", "unflatten", "squeeze", "squeeze_",
+    "unsqueeze", "unsqueeze_", "t", "t_", "transpose", "transpose_", "permute", "movedim", "expand",
+    "expand_as", "broadcast_to", "alias", "as_strided", "select", "slice", "narrow", "diagonal",
+    "unbind", "split", "split_with_sizes", "chunk", "unfold", "contiguous", "repeat", "tile",
+    "repeat_interleave", "flip", "roll", "rot90", "cat", "stack", "diag", "diag_embed", "tril", "triu",
+    "index", "index_select", "gather", "take", "masked_select", "nonzero", "index_put", "index_put_",
+    "_index_put_impl_", "index_fill", "index_copy", "index_add", "index_add_", "scatter", "scatter_",
+    "scatter_add", "scatter_add_", "masked_scatter", "masked_scatter_", "select_scatter",
+    "slice_scatter", "resize_", "sym_size", "sym_numel", "sym_stride", "sym_storage_offset",
+    "is_same_size",
+})
+CREATION = frozenset({
+    # new tensors, copies and dtype changes; Python numbers out of a tensor (.item(), float(t), if t: ...)
+    "zeros", "zeros_like", "ones", "ones_like", "empty", "empty_like", "empty_strided", "full",
+    "full_like", "new_zeros", "new_ones", "new_empty", "new_empty_strided", "new_full", "scalar_tensor",
+    "arange", "linspace", "eye", "lift_fresh", "lift_fresh_copy", "_to_copy", "clone", "copy_", "fill_",
+    "zero_", "detach", "detach_", "_local_scalar_dense", "is_nonzero", "equal", "allclose", "isclose",
+    "rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "randperm", "normal",
+    "normal_", "uniform_", "bernoulli", "bernoulli_", "random_",
+})
+ARITHMETIC = frozenset({
+    # elementwise arithmetic and math functions, out of place and in place
+    "add", "add_", "sub", "sub_", "rsub", "mul", "mul_", "div", "div_", "true_divide", "floor_divide",
+    "floor_divide_", "remainder", "remainder_", "fmod", "fmod_", "neg", "neg_", "abs", "abs_", "sign",
+    "sign_", "sgn", "signbit", "copysign", "pow", "pow_", "float_power", "square", "sqrt", "sqrt_",
+    "rsqrt", "reciprocal", "reciprocal_", "exp", "exp_", "exp2", "exp2_", "expm1", "expm1_", "log",
+    "log_", "log2", "log10", "log1p", "log1p_", "logaddexp", "xlogy", "floor", "floor_", "ceil", "ceil_",
+    "round", "round_", "trunc", "trunc_", "fix", "frac", "addcmul", "addcmul_", "addcdiv", "addcdiv_",
+    "lerp", "lerp_", "hypot", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+    "tanh", "tanh_", "asinh", "acosh", "atanh", "erf", "erfc", "erfinv", "sinc", "deg2rad", "rad2deg",
+    "nan_to_num",
+})
+COMPARISONS = frozenset({
+    # comparisons and masks, logic, choosing: where, clamp, maximum / minimum of two tensors
+    "eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isposinf", "isneginf",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_and_",
+    "bitwise_or", "bitwise_or_", "bitwise_xor", "bitwise_not", "where", "clamp", "clamp_", "clamp_min",
+    "clamp_min_", "clamp_max", "clamp_max_", "clip", "clip_", "maximum", "minimum", "fmax", "fmin",
+    "heaviside", "masked_fill", "masked_fill_",
+})
+REDUCTIONS = frozenset({
+    "sum", "nansum", "mean", "nanmean", "prod", "cumsum", "cumsum_", "cumprod", "cumprod_", "max", "min",
+    "amax", "amin", "aminmax", "argmax", "argmin", "all", "any", "count_nonzero", "norm",
+    "linalg_vector_norm", "std", "var", "std_mean", "var_mean", "median", "nanmedian", "mode",
+    "kthvalue", "sort", "argsort", "topk", "cummax", "cummin", "logsumexp", "logcumsumexp", "diff",
+    "unique_consecutive", "_unique2",
+})
+BY_HAND = SHAPES | CREATION | ARITHMETIC | COMPARISONS | REDUCTIONS
+"""What every by-hand answer may run: no operator here computes a product of matrices, an
+activation, a gradient or an optimizer's update in one step."""
+PRODUCTS = frozenset({"mm", "addmm", "bmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot",
+                      "matmul", "outer", "ger"})
+"""The library's matrix products: allowed wherever the exercise is not the product itself."""
+FORWARD_KERNELS = frozenset({
+    "relu", "relu_", "sigmoid", "sigmoid_", "hardtanh", "hardtanh_", "threshold", "threshold_",
+    "leaky_relu", "leaky_relu_", "elu", "elu_", "gelu", "silu", "softplus", "log_sigmoid_forward",
+    "_softmax", "_log_softmax", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+})
+"""The library's activations and losses, forward only (never a `*_backward` kernel): allowed where the
+exercise is the gradient or the update, not the activation (02)."""
 
 
 @dataclass(frozen=True)
@@ -43,10 +140,17 @@ class Assignment:
     notebook: str
     functions: tuple[str, ...]
     banned: dict[str, frozenset[str]] = field(default_factory=dict)
-    """function -> base names of torch functions it may not call."""
+    """function -> base names of torch functions it may not call (the Python level)."""
+    allowed: dict[str, frozenset[str]] = field(default_factory=dict)
+    """function -> the ATen operators it may run, all others refused; a function not listed may
+    run any (its exercise is autograd or torch itself)."""
+    allowed_section: dict[str, str] = field(default_factory=dict)
+    """function -> the part of a class's run that `allowed` and `banned` apply to, as the trusted
+    driver marks it (07: "backward"; LinearFunction's forward may use any op)."""
     in_place: frozenset[str] = frozenset()
     """functions that are meant to modify their arguments."""
     banned_reason: dict[str, str] = field(default_factory=dict)
+    """function -> what to use instead, the end of the message when it runs what it may not."""
     warm: tuple[str, ...] = ()
     """Modules that grading this assignment imports lazily (the learner's code run as the
     contract asks, the stand-ins, the hidden tests' own computation): the jailed server imports
@@ -66,6 +170,8 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
     Assignment(
         "01_linear_algebra", "linear_algebra.ipynb", ("matmul", "linear_forward"),
         banned=_all(("matmul", "linear_forward"), MATRIX_PRODUCTS | LEAVING_TORCH),
+        # the product is the exercise: no product, no convolution, nothing but BY_HAND
+        allowed=_all(("matmul", "linear_forward"), BY_HAND),
         banned_reason=dict.fromkeys(("matmul", "linear_forward"),
                                     "build the product from elementwise products and sums"),
     ),
@@ -73,13 +179,28 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
         "02_activation_functions", "activation_functions.ipynb",
         ("relu", "relu_derivative", "sigmoid", "sigmoid_derivative", "collapse_linear"),
         banned=_all(("relu", "relu_derivative", "sigmoid", "sigmoid_derivative", "collapse_linear"),
-                    AUTOGRAD | ACTIVATIONS),
+                    AUTOGRAD | ACTIVATIONS | LEAVING_TORCH),
+        # the activations and their derivatives are the exercise: no activation kernel
+        # (FORWARD_KERNELS), no autograd; collapse_linear multiplies the two weights (@ is fine)
+        allowed=_all(("relu", "relu_derivative", "sigmoid", "sigmoid_derivative"), BY_HAND)
+        | {"collapse_linear": BY_HAND | PRODUCTS},
+        banned_reason=dict.fromkeys(
+            ("relu", "relu_derivative", "sigmoid", "sigmoid_derivative", "collapse_linear"),
+            "write the formula yourself, with elementwise tensor operations (torch.exp, "
+            "torch.where, comparisons such as z > 0)"),
     ),
     Assignment(
         "03_chain_rule", "chain_rule.ipynb",
         ("mse_loss", "mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
         banned=_all(("mse_loss", "mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
                     AUTOGRAD),
+        # the gradients are the exercise: products and the library's forward kernels (torch.relu,
+        # F.mse_loss in a forward pass) are fine, autograd and every *_backward kernel are not
+        allowed=_all(("mse_loss", "mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
+                     BY_HAND | PRODUCTS | FORWARD_KERNELS),
+        banned_reason=dict.fromkeys(
+            ("mse_loss", "mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
+            "write the formula yourself (the chain rule, by hand: no autograd)"),
         # autograd with a given output gradient (backward(grad_out), autograd.grad(y, x, g), as
         # the stand-ins and the hidden tests run) imports torch's symbolic shapes and sympy on
         # first use: 0.4 s in each such child otherwise
@@ -92,17 +213,28 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
     Assignment(
         "05_gradient_descent", "gradient_descent.ipynb", ("sgd_step", "sgd_momentum_update"),
         in_place=frozenset({"sgd_step"}),
+        # the update is the exercise: no optimizer (its step() announces itself to the profiler,
+        # and its kernels, _foreach_*, are on no list), no autograd
+        allowed=_all(("sgd_step", "sgd_momentum_update"), BY_HAND | PRODUCTS),
+        banned_reason=dict.fromkeys(("sgd_step", "sgd_momentum_update"),
+                                    "update the tensors yourself (p - lr * grad, with torch "
+                                    "arithmetic), with no optimizer"),
     ),
     Assignment(
         "06_putting_it_together", "putting_it_together.ipynb", ("train_mlp", "layer_grad_norms"),
-        banned={"train_mlp": AUTOGRAD | {"optimizer_step"}},
+        banned={"train_mlp": AUTOGRAD},
+        # forward (products, F.relu, F.mse_loss), backward by hand, update by hand
+        allowed={"train_mlp": BY_HAND | PRODUCTS | FORWARD_KERNELS},
         banned_reason={"train_mlp": "compute the gradients by the chain rule and update the "
                                     "parameters yourself (p - lr * grad_p), with no optimizer"},
     ),
     Assignment(
         "07_custom_autograd", "custom_autograd.ipynb",
         ("LinearFunction", "FakeQuantize", "train_quantized", "record_ops"),
+        # backward by hand: products and sums, no autograd; forward: any op (CONTRACT.md)
         banned={"LinearFunction": AUTOGRAD},
+        allowed={"LinearFunction": BY_HAND | PRODUCTS},
+        allowed_section={"LinearFunction": "backward"},
         banned_reason={"LinearFunction": "write backward's gradients by hand from the formulas"},
         # train_quantized and record_ops's reference build torch.optim optimizers, whose first
         # one imports it (1.2 s)
@@ -112,9 +244,11 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
 
 
 def base_name(qualified: str) -> str:
-    """`torch.Tensor.__matmul__` -> `__matmul__`; `torch.nn.functional.linear` -> `linear`."""
-    name = qualified.rsplit(".", 1)[-1]
-    return name
+    """`torch.Tensor.__matmul__` -> `__matmul__`; `torch.nn.functional.linear` -> `linear`;
+    a property's getter keeps its accessor: `torch.Tensor.grad_fn.__get__` -> `grad_fn.__get__`
+    (reading `p.grad` is not calling torch.autograd.grad)."""
+    parts = qualified.split(".")
+    return ".".join(parts[-2:]) if parts[-1] in ("__get__", "__set__") else parts[-1]
 
 
 def graded_functions() -> dict[str, str]:

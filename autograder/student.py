@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from autograder.compare import fail
-from autograder.course import MATRIX_PRODUCTS, base_name
+from autograder.course import base_name
 from autograder.notebook import Submission, defined_names
 from autograder.sandbox import Reply, Sandbox
 from autograder.jail.wire import Recipe
@@ -24,12 +24,26 @@ _BANNED_SPELLING = {"__matmul__": "`@`", "__rmatmul__": "`@`", "matmul": "`@` / 
                     "log_softmax": "torch.log_softmax / F.log_softmax (the library's sigmoid in disguise)",
                     "softmin": "F.softmin (the library's sigmoid in disguise)",
                     "softplus": "F.softplus (the library's sigmoid in disguise: σ(z) = exp(-softplus(-z)))",
+                    "vjp": "torch.func.vjp (autograd: torch.func calls torch.autograd.grad)",
+                    "jvp": "a jvp (autograd by forward-mode AD: torch.func.jvp or "
+                           "torch.autograd.functional.jvp)",
+                    "jacobian": "torch.autograd.functional.jacobian (autograd)",
+                    "hessian": "torch.autograd.functional.hessian (autograd)",
+                    **dict.fromkeys(("_make_dual", "_unpack_dual"),
+                                    "forward-mode AD (torch.autograd.forward_ad's make_dual / "
+                                    "unpack_dual, or torch.func.jvp: autograd by another name)"),
+                    "grad_fn.__get__": "an autograd node called by hand (`.grad_fn(...)` runs the "
+                                       "library's own gradient formula: autograd without its engine)",
                     "numpy": "`.numpy()` (leaving torch for numpy: the check cannot see what numpy "
                              "computes, such as numpy's own `@`; stay in torch, or use plain Python "
                              "on `.tolist()`)",
                     "__array__": "numpy on a tensor (np.asarray, np.array, np.dot, ...: leaving torch "
                                  "for numpy, the check cannot see what numpy computes, such as numpy's "
                                  "own `@`; stay in torch, or use plain Python on `.tolist()`)"}
+_BANNED_SPELLING |= dict.fromkeys(
+    ("__dlpack__", "data_ptr", "untyped_storage", "storage", "_typed_storage", "__reduce_ex__", "_cdata"),
+    "the tensor's raw memory (DLPack, untyped_storage, data_ptr, pickling: leaving torch, where the "
+    "check cannot see what is computed; stay in torch, or use plain Python on `.tolist()`)")
 _BANNED_SPELLING |= {name: f"F.{name} (a convolution's sums of products make a matrix product)"
                      for name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d",
                                   "conv_transpose2d", "conv_transpose3d")}
@@ -46,6 +60,19 @@ _OPERATOR_SPELLING = {"mm": "a built-in matrix product (torch.mm, `@`, torch.mat
                       "bmm": "a built-in matrix product (torch.bmm, torch.einsum, ...)",
                       "dot": "torch.dot", "vdot": "torch.vdot", "mv": "torch.mv (a matrix-vector product)",
                       "autograd_engine": "autograd (.backward(), torch.autograd.grad or torch.func)",
+                      "optimizer_step": "torch.optim (an optimizer's step)",
+                      "_record_function_enter_new": "torch.optim (an optimizer's step) or the profiler",
+                      "_has_same_storage_numel": "forward-mode AD (make_dual: autograd by another name)",
+                      "_make_dual": "forward-mode AD (make_dual: autograd by another name)",
+                      "_unpack_dual": "forward-mode AD (unpack_dual: autograd by another name)",
+                      "_slow_conv2d_forward": "a convolution's CPU kernel (aten._slow_conv2d_forward: "
+                                              "its sums of products make a matrix product)",
+                      "slow_conv3d_forward": "a convolution's CPU kernel (aten.slow_conv3d_forward: "
+                                             "its sums of products make a matrix product)",
+                      "mkldnn_convolution": "a convolution's oneDNN kernel (aten.mkldnn_convolution: "
+                                            "its sums of products make a matrix product)",
+                      "threshold_backward": "ReLU's own backward kernel (aten.threshold_backward)",
+                      "sigmoid_backward": "the sigmoid's own backward kernel (aten.sigmoid_backward)",
                       "functorch_transform": "a torch.func transform",
                       "relu": "the library's ReLU (torch.relu, F.relu, nn.ReLU)",
                       "sigmoid": "the library's sigmoid (torch.sigmoid, F.sigmoid, nn.Sigmoid, expit)",
@@ -57,15 +84,40 @@ _OPERATOR_SPELLING = {"mm": "a built-in matrix product (torch.mm, `@`, torch.mat
                       "leaky_relu": "F.leaky_relu"}
 
 
-def banned_uses(used: list[str], banned: frozenset[str]) -> str:
-    """What the learner wrote that `banned` forbids, in their spelling where we know it; "" if nothing."""
-    by_name = sorted({base_name(u) for u in used if not u.startswith(("aten.", "autograd.", "func."))}
-                     & banned)
+_MARKERS = ("autograd.", "func.", "optim.")
+"""What the child records besides `aten.<operator>` and Python names: autograd's engine at work,
+a torch.func transform, an optimizer's step (never on an allowlist)."""
+
+
+def _recorded(used: list[str], section: str = "") -> tuple[set[str], set[str]]:
+    """(Python-level base names, ATen operators and markers) in `used`; only those recorded inside
+    `section` of a class's run ("backward:aten.mul") when a section is given."""
+    if section:
+        used = [u[len(section) + 1:] for u in used if u.startswith(section + ":")]
+    names, operators = set(), set()
+    for u in used:
+        if u.startswith(("aten.", *_MARKERS)):
+            operators.add(u.split(".")[1])  # "aten.lift_fresh.default" -> "lift_fresh"
+        elif ":" not in u:
+            names.add(base_name(u))
+    return names, operators
+
+
+def banned_uses(used: list[str], banned: frozenset[str], allowed: frozenset[str] | None = None,
+                section: str = "") -> str:
+    """What the learner ran that the exercise does not allow, in their spelling where we know it;
+    "" if nothing. `banned`: Python-level names refused; `allowed`: the ATen operators allowed
+    (None: any), every other operator and marker refused."""
+    names, operators = _recorded(used, section)
+    by_name = sorted(names & banned)
     if by_name:
-        return ", ".join(_BANNED_SPELLING.get(u, f"torch {u}") for u in by_name)
-    by_operator = sorted({base_name(u) for u in used if u.startswith(("aten.", "autograd.", "func."))}
-                         & banned)
-    return ", ".join(dict.fromkeys(_OPERATOR_SPELLING.get(u, f"torch's {u}") for u in by_operator))
+        return ", ".join(dict.fromkeys(_BANNED_SPELLING.get(u, f"torch {u}") for u in by_name))
+    if allowed is None:
+        return ""
+    outside = sorted(operators - allowed, key=lambda op: (op not in _OPERATOR_SPELLING, op))
+    return ", ".join(dict.fromkeys(
+        _OPERATOR_SPELLING.get(op, f"torch's operator aten.{op} (not one a by-hand answer needs)")
+        for op in outside[:3]))
 
 
 def describe(value) -> str:
@@ -155,14 +207,11 @@ class Student:
                 fail(f"{call} ran out of memory: it tried to allocate far more than the inputs need.")
             where = f"\n{exc.where.rstrip()}" if exc.where else ""
             fail(f"{call} raised {exc.type}: {exc.message}{where}{chr(10) + 'Hint: ' + hint if hint else ''}")
-        banned = self.assignment.banned.get(name, frozenset())
-        names = banned_uses(reply.used, banned)
+        a = self.assignment
+        names = banned_uses(reply.used, a.banned.get(name, frozenset()), a.allowed.get(name),
+                            a.allowed_section.get(name, ""))
         if names:
-            reason = self.assignment.banned_reason.get(name, "")
-            if not reason:
-                used = {base_name(u) for u in reply.used}
-                reason = ("build the product from elementwise products and sums"
-                          if used & banned & MATRIX_PRODUCTS else "write the formula yourself")
+            reason = a.banned_reason.get(name, "write the formula yourself")
             fail(f"{call} uses {names}, which this exercise does not allow: {reason}.")
         if reply.mutated and name not in self.assignment.in_place:
             fail(f"{call} changed its input{'s' if len(reply.mutated) > 1 else ''} "

@@ -257,25 +257,32 @@ def test_visible_checks_stand_in_for_what_grading_stands_in_for(assignment):
 
 
 @pytest.mark.parametrize("assignment", BUILT)
-def test_visible_checks_ban_what_grading_bans(assignment):
-    """For every graded function, the setup cell's NOT_ALLOWED names exactly the operations that
-    course.py bans (a learner whose Validate passes does not then lose points to a ban, and the
-    other way round). The older notebooks write "autograd" for all of AUTOGRAD."""
+def test_visible_checks_allow_what_grading_allows(assignment):
+    """For every graded function, the setup cell's ALLOWED holds exactly the operators course.py
+    allows it and its NOT_ALLOWED names exactly the functions course.py refuses by name (a learner
+    whose Validate passes does not then lose points to them, and the other way round). A class
+    whose allowlist covers one part of its run (07: LinearFunction's backward) is keyed
+    "LinearFunction.backward" in the notebook."""
     import matplotlib
     matplotlib.use("Agg")
-    from autograder.course import AUTOGRAD
     namespace = {"__name__": "setup"}
     exec(compile("\n\n".join(visible_checks(assignment)[0]), "<setup>", "exec"), namespace)
-    shown = namespace["NOT_ALLOWED"]
+    shown_names, shown_ops = namespace["NOT_ALLOWED"], namespace.get("ALLOWED", {})
     a = ASSIGNMENTS[assignment]
-    assert set(shown) <= set(a.functions), set(shown) - set(a.functions)
-    for function in a.functions:
-        names = set(shown.get(function, {}))
-        if "autograd" in names:
-            names = names - {"autograd"} | AUTOGRAD
-        banned = set(a.banned.get(function, ()))
-        assert names == banned, (f"{function}: only the visible check bans {sorted(names - banned)}, "
-                                 f"only grading bans {sorted(banned - names)}")
+    keys = {f: f"{f}.{a.allowed_section[f]}" if f in a.allowed_section else f for f in a.functions}
+    assert set(shown_names) <= set(keys.values()), set(shown_names) - set(keys.values())
+    assert set(shown_ops) <= set(keys.values()), set(shown_ops) - set(keys.values())
+    for function, key in keys.items():
+        names, banned = set(shown_names.get(key, {})), set(a.banned.get(function, ()))
+        assert names == banned, (f"{function}: only the visible check refuses {sorted(names - banned)}, "
+                                 f"only grading refuses {sorted(banned - names)}")
+        if function not in a.allowed:
+            assert key not in shown_ops, f"{function}: only the visible check has an allowlist"
+            continue
+        ops, allowed = set(shown_ops.get(key, ())), set(a.allowed[function])
+        assert ops == allowed, (f"{function}: only the visible check allows {sorted(ops - allowed)}, "
+                                f"only grading allows {sorted(allowed - ops)}")
+        assert namespace["INSTEAD"][key], function
 
 
 def test_not_visible_list_names_real_samples():

@@ -45,13 +45,15 @@ class _Recorder:
     def __init__(self):
         self.seen: set[str] = set()
         self.paused = 0
+        self.section = ""
+        """"backward:" while the driver runs the learner's backward (`within`), "" otherwise."""
         recorder = self
 
         class Functions(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 if not recorder.paused:
                     try:
-                        recorder.seen.add(resolve_name(func) or func.__qualname__)
+                        recorder.seen.add(recorder.section + (resolve_name(func) or func.__qualname__))
                     except Exception:  # noqa: BLE001 - a name we cannot read is no evidence
                         pass
                 return func(*args, **(kwargs or {}))
@@ -66,15 +68,16 @@ class _Recorder:
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 if not recorder.paused:
-                    recorder.seen.add(f"aten.{func._overloadpacket.__name__}")
+                    section = recorder.section
+                    recorder.seen.add(f"{section}aten.{func._overloadpacket.__name__}")
                     if func.namespace == "profiler" and args and isinstance(args[0], str) \
                             and args[0].startswith("Optimizer.step#"):
                         # torch.optim's Optimizer.step runs inside record_function("Optimizer.step#SGD.step")
-                        recorder.seen.add(recorder.OPTIMIZER_STEP)
+                        recorder.seen.add(section + recorder.OPTIMIZER_STEP)
                     if torch._C._current_graph_task_id() != -1:
-                        recorder.seen.add(AUTOGRAD_ENGINE)
+                        recorder.seen.add(section + AUTOGRAD_ENGINE)
                     if torch._C._functorch.maybe_current_level() is not None:
-                        recorder.seen.add(FUNCTORCH)
+                        recorder.seen.add(section + FUNCTORCH)
                 return func(*args, **(kwargs or {}))
 
         self.modes = (Functions(), Operators())
@@ -114,6 +117,17 @@ class _Recorder:
         finally:
             _WATCH.exiting = False
             _WATCH.guarded = None
+
+    def within(self, section: str, function):
+        """`function` runs the learner's code of one part of a class (the driver's call of
+        LinearFunction's backward): what it runs is recorded as "<section>:<name>"."""
+        def run(*args, **kwargs):
+            saved, self.section = self.section, f"{section}:"
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.section = saved
+        return run
 
     def trusted(self, function):
         """`function` (grader code) runs unrecorded: its operations are not the learner's."""
@@ -319,8 +333,10 @@ def _caller():
         if request.get("driver"):
             # A class the learner completes (an autograd.Function) is run by trusted grader code:
             # `driver(LearnerClass, *args)` calls its forward and backward; `TRUSTED(f)` wraps the
-            # driver's own use of autograd so that it is not counted as the learner's.
-            scope = {"torch": torch, "NAMED": named, "TRUSTED": recorder.trusted}
+            # driver's own use of autograd so that it is not counted as the learner's;
+            # `SECTION("backward", f)` marks what f runs as that part of the class (course.allowed_section).
+            scope = {"torch": torch, "NAMED": named, "TRUSTED": recorder.trusted,
+                     "SECTION": recorder.within}
             exec(trusted_code(request["driver"]["source"], "<grader driver>"), scope)
             function = partial(scope[request["driver"]["name"]], function)
 

@@ -3,9 +3,10 @@
 `LinearFunction` and `FakeQuantize` are classes, so the sandbox runs them through trusted
 drivers (`student.drive`): the driver calls `cls.apply(...)` and then the learner's backward
 *directly* on the output's node (`out.grad_fn.apply(grad_out)`, outside autograd's engine), so
-the test sees exactly what backward returns (order, shapes, None) and any autograd the
-learner ran inside it. Tests of what the engine makes of it (`.grad`, gradcheck) run the engine
-under `TRUSTED`. Every expected value is computed here by PyTorch.
+the test sees exactly what backward returns (order, shapes, None) and what the learner ran
+inside it (marked `SECTION("backward", ...)`: LinearFunction's allowlist applies there only).
+Tests of what the engine makes of it (`.grad`, gradcheck) run the engine under `TRUSTED`. Every
+expected value is computed here by PyTorch.
 """
 
 import pytest
@@ -36,7 +37,7 @@ def run_function(cls, inputs, grad_out):
     report = {"out": out, "node": type(node).__name__ if node is not None else None}
     if isinstance(node, torch.autograd.function.BackwardCFunction) and grad_out is not None:
         with torch.no_grad():
-            report["grads"] = node.apply(grad_out)
+            report["grads"] = SECTION("backward", node.apply)(grad_out)
     return report
 
 
@@ -64,7 +65,7 @@ def _untrusted_backward(cls, inputs):
     node = out.grad_fn if isinstance(out, torch.Tensor) else None
     if isinstance(node, torch.autograd.function.BackwardCFunction):
         with torch.no_grad():
-            node.apply(torch.ones_like(out))
+            SECTION("backward", node.apply)(torch.ones_like(out))
     return type(node).__name__ if node is not None else None
 
 
