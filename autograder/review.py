@@ -27,7 +27,8 @@ _MODULES = {"gc": "gc (the garbage collector reaches every live object)",
             "builtins": "builtins (patching Python's builtins)",
             "inspect": "inspect (frames of the running code)",
             "socket": "socket (the grader's connection)",
-            "multiprocessing": "multiprocessing (the grader's connection)"}
+            "multiprocessing": "multiprocessing (the grader's connection)",
+            "subprocess": "subprocess (another process: what it computes cannot be checked)"}
 """Top-level modules whose import is flagged, and why."""
 _NAMES = {
     "__import__": "__import__ (imports by string)",
@@ -48,6 +49,9 @@ _NAMES = {
     "__code__": "__code__ (rewriting a function's code)",
     "get_objects": "gc.get_objects (every live object)",
     "get_referrers": "gc.get_referrers (every live object)",
+    "fork": "os.fork (another process: what it computes cannot be checked)",
+    "forkpty": "os.forkpty (another process: what it computes cannot be checked)",
+    "posix_spawn": "os.posix_spawn (another process: what it computes cannot be checked)",
 }
 """Identifiers (names, attributes, getattr strings) flagged wherever they appear."""
 _MODE_STACK = {

@@ -74,6 +74,9 @@ _OPERATOR_SPELLING = {"mm": "a built-in matrix product (torch.mm, `@`, torch.mat
                       "threshold_backward": "ReLU's own backward kernel (aten.threshold_backward)",
                       "sigmoid_backward": "the sigmoid's own backward kernel (aten.sigmoid_backward)",
                       "functorch_transform": "a torch.func transform",
+                      "another_process": "another process (os.fork, subprocess, multiprocessing, "
+                                         "os.system: what it computes cannot be checked; compute in "
+                                         "the function's own process, threads are fine)",
                       "relu": "the library's ReLU (torch.relu, F.relu, nn.ReLU)",
                       "sigmoid": "the library's sigmoid (torch.sigmoid, F.sigmoid, nn.Sigmoid, expit)",
                       "_softmax": "a softmax (torch.softmax, F.softmax, F.softmin: the library's "
@@ -84,9 +87,9 @@ _OPERATOR_SPELLING = {"mm": "a built-in matrix product (torch.mm, `@`, torch.mat
                       "leaky_relu": "F.leaky_relu"}
 
 
-_MARKERS = ("autograd.", "func.", "optim.")
+_MARKERS = ("autograd.", "func.", "optim.", "process.")
 """What the child records besides `aten.<operator>` and Python names: autograd's engine at work,
-a torch.func transform, an optimizer's step (never on an allowlist)."""
+a torch.func transform, an optimizer's step, another process at work (never on an allowlist)."""
 
 
 def _recorded(used: list[str], section: str = "") -> tuple[set[str], set[str]]:

@@ -40,6 +40,13 @@ NOT_VISIBLE: dict[tuple[str, str, str], str] = {
     # "switched off") and flags the construct for the instructor (autograder/review.py).
     ("01_linear_algebra", "forge_pop_modes", "matmul"): "switches off the kernel's own recording",
     ("01_linear_algebra", "forge_swallowing_mode", "matmul"): "switches off the kernel's own recording",
+    # The learner's kernel records the thread that runs the visible check, not threads the
+    # learner's code starts; the grader's child follows every thread (autograder/jail/child.py).
+    ("01_linear_algebra", "thread_mm", "matmul"): "computes in a thread of its own",
+    ("03_chain_rule", "thread_pool_autograd", "linear_backward"): "computes in a thread of its own",
+    ("05_gradient_descent", "thread_optimizer", "sgd_step"): "computes in a thread of its own",
+    # Another process is not recorded anywhere; the grader fails the call that starts one.
+    ("01_linear_algebra", "fork_mm", "matmul"): "computes in another process",
 }
 
 WRONG_SAMPLE = {

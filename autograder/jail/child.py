@@ -27,6 +27,8 @@ AUTOGRAD_ENGINE = "autograd.autograd_engine"
 """Recorded when autograd's engine runs (backward(), autograd.grad, torch.func.grad, ...)."""
 FUNCTORCH = "func.functorch_transform"
 """Recorded when an operator runs inside a torch.func transform (jvp, vmap of grad, ...)."""
+PROCESS = "process.another_process"
+"""Recorded when learner code starts a process during a call, or one its cells started is alive."""
 
 
 class _Recorder:
@@ -42,16 +44,19 @@ class _Recorder:
     OPTIMIZER_STEP = "optim.optimizer_step"
     """Recorded when a torch.optim optimizer's step() runs (seen through its profiler record)."""
 
-    def __init__(self):
+    def __init__(self, into=None):
+        """`into()`: the recorder to record in (this one by default; a learner thread's modes
+        record in the recorder of the call under way, if any: `_Elsewhere`)."""
         self.seen: set[str] = set()
         self.paused = 0
         self.section = ""
         """"backward:" while the driver runs the learner's backward (`within`), "" otherwise."""
-        recorder = self
+        into = into or (lambda: self)
 
         class Functions(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
-                if not recorder.paused:
+                recorder = into()
+                if recorder is not None and not recorder.paused:
                     try:
                         recorder.seen.add(recorder.section + (resolve_name(func) or func.__qualname__))
                     except Exception:  # noqa: BLE001 - a name we cannot read is no evidence
@@ -67,7 +72,8 @@ class _Recorder:
                 return False
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-                if not recorder.paused:
+                recorder = into()
+                if recorder is not None and not recorder.paused:
                     section = recorder.section
                     recorder.seen.add(f"{section}aten.{func._overloadpacket.__name__}")
                     if func.namespace == "profiler" and args and isinstance(args[0], str) \
@@ -184,7 +190,88 @@ class _Watch:
         return noticed
 
 
+class _Elsewhere:
+    """What learner code runs outside the calling thread is the call's too.
+
+    torch's modes are per thread: an operator run by a thread the learner started (threading,
+    a ThreadPoolExecutor, `_thread`) would pass no recorder. Every thread learner code starts
+    runs its target inside modes of its own that record in the recorder of the call under way
+    (`active`), so a by-hand function may use threads for what it may use anyway, and autograd
+    in a worker thread is autograd. What another process computes cannot be recorded at all:
+    a process started during a call (the audit events of fork, exec, spawn, os.system,
+    subprocess; and multiprocessing's fork_exec) is recorded as PROCESS, and so is a call made
+    while a process the cells started is still alive (in the jail's PID namespace, anything
+    but its init, the server and this child).
+    """
+
+    EVENTS = frozenset(("os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn",
+                        "os.spawn", "subprocess.Popen", "pty.spawn"))
+
+    def __init__(self):
+        self.active = None
+        self.started = False
+        """Whether learner code ever started a process (then calls look for live ones)."""
+
+    def install(self, jailed: bool) -> None:
+        import _posixsubprocess
+        import _thread
+        import sys
+        import threading
+        elsewhere, recorder_class, events = self, _Recorder, self.EVENTS
+        original_start = _thread.start_new_thread
+
+        def start_new_thread(function, args, kwargs=None):
+            def run(*a, **k):
+                modes = recorder_class(into=lambda: elsewhere.active).modes
+                for mode in modes:
+                    mode.__enter__()
+                try:
+                    return function(*a, **k)
+                finally:
+                    for mode in reversed(modes):
+                        try:
+                            mode.__exit__(None, None, None)
+                        except BaseException:  # noqa: BLE001 - the learner's thread left its stack so
+                            pass
+            return original_start(run, args, {} if kwargs is None else kwargs)
+
+        for owner, name in ((_thread, "start_new_thread"), (_thread, "start_new"),
+                            (threading, "_start_new_thread")):
+            if hasattr(owner, name):
+                setattr(owner, name, start_new_thread)
+
+        def process_started() -> None:
+            elsewhere.started = True
+            recorder = elsewhere.active
+            if recorder is not None:
+                recorder.seen.add(recorder.section + PROCESS)
+
+        def hook(event, args):
+            if event in events:
+                process_started()
+
+        sys.addaudithook(hook)  # for good: an audit hook cannot be removed
+        fork_exec = _posixsubprocess.fork_exec
+
+        def fork_exec_noticed(*args, **kwargs):
+            process_started()
+            return fork_exec(*args, **kwargs)
+        _posixsubprocess.fork_exec = fork_exec_noticed
+        self._jailed = jailed
+
+    def others_alive(self) -> bool:
+        """Whether a process the learner started is alive (only in the jail's PID namespace)."""
+        if not (self.started and self._jailed):
+            return False
+        known = {"1", str(os.getpid()), str(os.getppid())}
+        try:
+            return any(p.isdigit() and p not in known for p in os.listdir("/proc"))
+        except OSError:
+            return False
+
+
 _WATCH = _Watch()
+_ELSEWHERE = _Elsewhere()
 _FUNCTION_STACK = (torch._C._len_torch_function_stack, torch._C._get_function_stack_at,
                    torch._C._pop_torch_function_stack)
 _DISPATCH_STACK = (torch._C._len_torch_dispatch_stack, torch._C._get_dispatch_stack_at,
@@ -321,7 +408,7 @@ def _caller():
     """
     Recorder, encode, decode, tensors, exception = _Recorder, wire.encode, wire.decode, _tensors, _exception
     trusted_code, signature, partial, equal = _trusted_code, inspect.signature, functools.partial, torch.equal
-    restore_builtins = _builtins_keeper()
+    restore_builtins, elsewhere = _builtins_keeper(), _ELSEWHERE
 
     def call(namespace: dict, request: dict) -> dict:
         restore_builtins()  # the cells may have replaced some: this code relies on them
@@ -385,6 +472,9 @@ def _caller():
             # A class (an autograd.Function) stays a class; its methods run as recorded code.
             namespace[name] = scope[name] if isinstance(scope[name], type) else recorder.trusted(scope[name])
         intact = False
+        if elsewhere.others_alive():
+            recorder.seen.add(PROCESS)
+        elsewhere.active = recorder
         try:
             with recorder:
                 try:
@@ -394,6 +484,9 @@ def _caller():
             status, exc = "ok", None
         except BaseException as error:  # noqa: BLE001
             status, value, exc = "exception", None, exception(error)
+        elsewhere.active = None
+        if elsewhere.others_alive():
+            recorder.seen.add(PROCESS)
         restore_builtins()
         if not intact:
             status, value, exc = "exception", None, {
@@ -450,6 +543,7 @@ def main(fd: int, limits: dict) -> None:
     call, dumps, loads, report, run = _caller(), wire.dumps, wire.loads, _exception, run_cells
     send, receive, leave = conn.send_bytes, conn.recv_bytes, os._exit
     _WATCH.install()
+    _ELSEWHERE.install(jailed=bool(os.environ.get("AUTOGRADER_SCRATCH")))
     _forget_grader_modules()
     try:
         cells = loads(receive(64 << 20))
