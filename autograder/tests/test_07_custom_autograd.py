@@ -163,9 +163,10 @@ def shape(t):
 # functions whose error it explains: a phrase as common as "NoneType" means "b is None" only for
 # LinearFunction called with b=None, never for train_quantized or FakeQuantize.
 RAISED_HINTS = [
-    ("values to unpack", ("LinearFunction", "FakeQuantize"),
-     "ctx.save_for_backward keeps only the tensors of its last call, and ctx.saved_tensors returns "
-     "them in the order saved: save everything in one call, ctx.save_for_backward(x, W)."),
+    ("values to unpack (expected", ("LinearFunction", "FakeQuantize"),
+     "ctx.saved_tensors holds what forward saved, in the order saved, from its last "
+     "ctx.save_for_backward call only: save everything in one call, e.g. "
+     "ctx.save_for_backward(x, W)."),
     ("save_for_backward can only save", ("LinearFunction", "FakeQuantize"),
      "ctx.save_for_backward takes tensors only; keep a Python number as an attribute: "
      "ctx.scale = scale."),
@@ -184,6 +185,10 @@ def raised_hint(reply, name, args=()) -> str:
     for that function (and, for "LinearFunction/b=None", only when this input's b is None)."""
     if reply.status != "exception" or reply.exception is None:
         return ""
+    if name in ("LinearFunction", "FakeQuantize") and "got 0)" in reply.exception.message \
+            and "values to unpack" in reply.exception.message:
+        return ("ctx.saved_tensors is empty: forward must save what backward needs with "
+                "ctx.save_for_backward(...).")
     keys = {name}
     inputs = args[0] if name == "LinearFunction" and args else ()
     if name == "LinearFunction" and len(inputs) == 3 and inputs[2] is None:
@@ -460,6 +465,11 @@ def ste(w, scale, g):
     return w.grad
 
 
+def nonzero(value):
+    """`value`, unless it is 0 everywhere: many mistakes give zeros, so zeros name none of them."""
+    return value if bool(value.any()) else None
+
+
 def forward_mistakes(w, scale):
     return {
         "round to the nearest integer with torch.round, not floor.":
@@ -478,7 +488,7 @@ def forward_mistakes(w, scale):
         "multiply the integer back by scale: forward returns a weight on the grid, not the integer.":
             lambda: torch.clamp(torch.round(w / scale), -128, 127),
         "divide w by scale to count grid steps, k = round(w / scale) (then multiply back: scale * k); "
-        "round(w * scale) multiplies.": lambda: quantize(w * scale * scale, scale),
+        "round(w * scale) multiplies.": lambda: nonzero(quantize(w * scale * scale, scale)),
         "divide w by scale before rounding: k = round(w / scale) counts grid steps; round(w) rounds "
         "to whole units of w.": lambda: scale * torch.clamp(torch.round(w), -128, 127),
         "multiply the integer back by scale, scale * k: dividing by scale moves it off the grid.":
@@ -501,8 +511,9 @@ def backward_mistakes(w, scale, g):
     def where(inside):
         return torch.where(inside, g, torch.zeros_like(g))
     return {
-        "that is the true derivative of round (0 almost everywhere): nothing could train through "
-        "it. Use the straight-through estimator: grad_out where -128 <= round(w / scale) <= 127.":
+        "grad_w is 0 everywhere, which is the true derivative of round (0 almost everywhere): "
+        "nothing could train through it. Use the straight-through estimator: grad_out where "
+        "-128 <= round(w / scale) <= 127.":
             lambda: torch.zeros_like(g),
         "outside the range clamp cuts w off: pass 0 where round(w / scale) < -128 or > 127 (a mask "
         "built from the clamped value is true everywhere).": lambda: g,
@@ -684,6 +695,13 @@ def reference_training(x, y, W, b, scale, lr, steps, mistake=None):
 # hint is given only when all three equal that mistake's (check_training), so that a mistake is
 # never named for a result that only shares one part with it (W untouched is also what training
 # nothing at all gives, and what an optimizer on the inputs gives).
+NOTHING_TRAINED = (
+    "nothing trained: W_trained and b_trained are W and b as given, and every loss is the first. "
+    "Each step runs optimizer.zero_grad(), the forward pass, loss.backward() and optimizer.step(), "
+    "in that order, none left out, with the optimizer on the shadow weights, "
+    "torch.optim.SGD([W_, b_], lr=lr) (W and b themselves get no gradient): call loss.backward() "
+    "before optimizer.step(), since a step before backward, or right after zero_grad(), finds no "
+    "gradient.")
 TRAIN_MISTAKES = {
     "no_zero_grad": "zero the gradients before every backward (optimizer.zero_grad()): backward "
                     "adds into .grad, so the steps used the sum of all gradients so far.",
@@ -701,12 +719,9 @@ TRAIN_MISTAKES = {
                   "throws away every update smaller than half a grid step.",
     "frozen_bias": "the bias trains too: make b_ a leaf that requires grad, "
                    "b_ = b.detach().clone().requires_grad_().",
-    "inputs": "the optimizer must update the shadow weights, torch.optim.SGD([W_, b_], lr=lr): "
-              "the loss is computed from W_ and b_, so W and b themselves get no gradient.",
-    "step_first": "call loss.backward() before optimizer.step(): a step taken before backward "
-                  "finds no gradient (zero_grad() set .grad to None), so nothing trains.",
-    "zero_between": "zero the gradients before backward, not between backward and step: "
-                    "optimizer.zero_grad(), forward, loss.backward(), optimizer.step().",
+    "inputs": NOTHING_TRAINED,
+    "step_first": NOTHING_TRAINED,
+    "zero_between": NOTHING_TRAINED,
     "default_lr": "give the optimizer the learning rate: torch.optim.SGD([W_, b_], lr=lr) "
                   "(without lr it steps with its default, 0.001).",
     "sum": "the loss is the mean squared error, F.mse_loss(prediction, y): the mean of the squared "
