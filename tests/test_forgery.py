@@ -188,3 +188,33 @@ def test_switching_the_recorder_off_fails_the_call():
             assert "switched off" in reply.exception.message
         reply = box.call("honest_mode", (A, A))  # a mode of one's own, entered and left: fine
         assert reply.status == "ok" and "aten.mul" in reply.used
+
+
+PRINTS = """
+import torch
+
+def prints(A, B):
+    print("A is", A, f"{B!r}")
+    return A + B
+
+def prints_after_patching(A, B):
+    real = torch.masked_select         # torch's formatting of a tensor calls it, with modes off
+    torch.masked_select = lambda *a, **k: real(*a, **k)
+    try:
+        print(A)
+    finally:
+        torch.masked_select = real
+    return A + B
+"""
+
+
+def test_printing_a_tensor_is_not_switching_the_recorder_off():
+    """torch pops every mode while it formats a tensor (print, repr, gradcheck's messages): for a
+    plain tensor formatted by torch's own functions that is allowed; with a torch function the
+    formatting runs replaced by the learner's, it is not (that code would run unrecorded)."""
+    A = torch.eye(2)
+    with Sandbox([{"source": PRINTS, "definitions_only": False}]) as box:
+        reply = box.call("prints", (A, A))
+        assert reply.status == "ok" and "aten.add" in reply.used, reply.exception
+        reply = box.call("prints_after_patching", (A, A))
+        assert reply.status == "exception" and reply.exception.type == "RecorderSwitchedOff"

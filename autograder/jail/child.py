@@ -158,6 +158,7 @@ class _Watch:
         self.guarded = None
         self.popped = False
         self.exiting = False
+        self.printing = 0
 
     def install(self) -> None:
         import torch.utils._python_dispatch as python_dispatch
@@ -166,12 +167,32 @@ class _Watch:
 
         def pop(*args):
             mode = original(*args)
-            if mode is not None and mode is watch.guarded and not watch.exiting:
+            if mode is not None and mode is watch.guarded and not watch.exiting and not watch.printing:
                 watch.popped = True
             return mode
 
         torch._C._pop_torch_dispatch_stack = pop
         python_dispatch._pop_torch_dispatch_stack = pop
+        # Printing a tensor (repr, str, print, an error message holding one: gradcheck's) pops every
+        # mode while torch formats it, and pushes them back: allowed for torch's own tensors while
+        # the names the formatting runs through are torch's own (a subclass, or a torch function
+        # the learner replaced, could run the learner's code there, unseen).
+        import torch._tensor_str as tensor_str
+        formatted = tensor_str._str
+
+        def untouched() -> bool:
+            return all(vars(space).get(k) is v for space, names in originals for k, v in names.items())
+
+        def format_tensor(self, *args, **kwargs):
+            plain = type(self) in (torch.Tensor, torch.nn.Parameter) and untouched()
+            watch.printing += plain
+            try:
+                return formatted(self, *args, **kwargs)
+            finally:
+                watch.printing -= plain
+        tensor_str._str = format_tensor
+        originals = [(space, dict(vars(space)))
+                     for space in (tensor_str, torch, torch.Tensor, torch._C.TensorBase)]
         # Guards that turn off the dispatch to modes without popping them: nothing the exercises
         # run uses them (torch uses them for fake tensors, Triton kernels, debugging modes).
         import torch.utils._mode_utils as mode_utils
