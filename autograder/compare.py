@@ -13,8 +13,8 @@ import torch
 
 from autograder.jail.wire import Unsupported
 
-__all__ = ["GradingFailure", "alternatives", "expect_tensor", "expect_equal", "fail", "raised_hint",
-           "stale"]
+__all__ = ["GradingFailure", "alternatives", "expect_tensor", "expect_equal", "fail", "order_hint",
+           "raised_hint", "raised_mistakes", "stale"]
 
 TOLERANCE = {torch.float64: (1e-7, 1e-9), torch.float32: (1e-4, 1e-5),
              torch.float16: (1e-2, 1e-3), torch.bfloat16: (2e-2, 1e-2)}
@@ -54,7 +54,8 @@ def expect_tensor(got, expected: torch.Tensor, what: str, *,
     __tracebackhide__ = True
     if isinstance(got, Unsupported) or not isinstance(got, torch.Tensor):
         kind = got.type_name if isinstance(got, Unsupported) else type(got).__name__
-        fail(f"{what} returned a {kind}; expected a torch.Tensor of shape {_shape(expected)}.")
+        hint = _diagnose(got, expected, mistakes) if isinstance(got, (tuple, list)) else ""
+        fail(f"{what} returned a {kind}; expected a torch.Tensor of shape {_shape(expected)}.{hint}")
     hint = _diagnose(got, expected, mistakes)
     if got.shape != expected.shape:
         fail(f"{what} has shape {_shape(got)}; expected {_shape(expected)}.{hint}")
@@ -89,22 +90,55 @@ def stale(mistakes: dict, name: str, earlier) -> dict:
     return mistakes
 
 
-def _diagnose(got: torch.Tensor, expected: torch.Tensor, mistakes) -> str:
+def _same(got, candidate) -> bool:
+    """Whether the learner's value is the candidate's: a tensor (values compared in the
+    candidate's dtype), or a tuple / list of them, item by item."""
+    if isinstance(candidate, torch.Tensor):
+        return isinstance(got, torch.Tensor) and _close(got.to(candidate.dtype), candidate)
+    if isinstance(candidate, (tuple, list)) and isinstance(got, (tuple, list)):
+        return len(got) == len(candidate) and all(_same(g, c) for g, c in zip(got, candidate))
+    return False
+
+
+def _diagnose(got, expected: torch.Tensor, mistakes) -> str:
     """The hint of every mistake whose value on this input is the learner's value. When two
     mistakes give the same value here (a summed loss and a doubled gradient, when the output has
-    2 entries), both are named as alternatives: naming one alone could blame the wrong one."""
+    2 entries), both are named as alternatives: naming one alone could blame the wrong one.
+    A mistake's value may be a tuple of tensors (`torch.max(z, 0)` returns values and indices)."""
     matches = []
     for hint, wrong in (mistakes or {}).items():
         try:
             candidate = wrong()
         except Exception:  # a mistake that cannot even be computed is not this one
             continue
-        if not isinstance(candidate, torch.Tensor) or (
-                candidate.dtype == expected.dtype and _close(candidate, expected)):
+        if isinstance(candidate, tuple) and hasattr(candidate, "_fields"):
+            candidate = tuple(candidate)      # torch.return_types: a plain tuple, as on the wire
+        if not isinstance(candidate, (torch.Tensor, tuple, list)) or (
+                isinstance(candidate, torch.Tensor)
+                and candidate.dtype == expected.dtype and _close(candidate, expected)):
             continue  # on this input the mistake gives the right answer: it cannot be the cause
-        if _close(got.to(candidate.dtype), candidate):
+        if _same(got, candidate):
             matches.append(hint)
     return alternatives(matches)
+
+
+def order_hint(got, expected, names: tuple[str, ...]) -> str:
+    """The hint for results returned in another order: `got` holds exactly the expected tensors
+    (by shape and value), permuted. `names` spell the expected order, e.g. ("W", "b")."""
+    if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+        return ""
+    if not all(isinstance(g, torch.Tensor) for g in got):
+        return ""
+    import itertools
+    for perm in itertools.permutations(range(len(expected))):
+        if list(perm) == list(range(len(expected))):
+            continue
+        if all(_close(got[i].to(expected[j].dtype), expected[j]) if got[i].shape == expected[j].shape
+               else False for i, j in enumerate(perm)):
+            spelled = ", ".join(names[j] for j in perm)
+            return (f"\nHint: the results are in the wrong order: you returned ({spelled}); "
+                    f"return ({', '.join(names)}).")
+    return ""
 
 
 def alternatives(hints) -> str:
@@ -124,19 +158,41 @@ RAISED = {
         "`t == u` used as a condition and `and`/`or` on tensors raise this. To test for a missing "
         "argument write `if b is not None:`; to find a tensor in a list compare identities "
         "(`any(t is u for u in items)`, or a set of id(t))."),
+    "only one element tensors can be converted to Python scalars": (
+        "a function of Python's math module (math.exp, math.sqrt, ...), float(t) or int(t) takes "
+        "one number, not a tensor of several: use the torch function, which works elementwise "
+        "(torch.exp(z))."),
 }
 """A phrase of an exception's message -> what it means, whatever the input was."""
 
 
-def raised_hint(reply, context: str = "") -> str:
+def raised_hint(reply) -> str:
     """The hint for a call that raised: the meaning of a known error message when there is one
-    (it names the mistake), else `context` (what this test's input has that is special)."""
+    (it names the mistake, whatever the input), else ""."""
     exc = getattr(reply, "exception", None)
     if getattr(reply, "status", "") == "exception" and exc is not None:
         for phrase, meaning in RAISED.items():
             if phrase in exc.message:
                 return meaning
-    return context
+    return ""
+
+
+def raised_mistakes(reply, mistakes: Mapping[str, Callable[[], object]]) -> str:
+    """For a call that raised: the hint of every mistake that raises, on this input, the very
+    exception the learner's call raised (the same type and message). Each mistake is a function
+    doing what the mistaken code would do (with the same stand-ins the learner's code calls),
+    so a hint fires only when that mistake explains the error, never as a default."""
+    exc = getattr(reply, "exception", None)
+    if getattr(reply, "status", "") != "exception" or exc is None:
+        return ""
+    matches = []
+    for hint, wrong in mistakes.items():
+        try:
+            wrong()
+        except Exception as error:  # noqa: BLE001 - the mistake's own error is the point
+            if type(error).__name__ == exc.type and str(error)[:2000] == exc.message:
+                matches.append(hint)
+    return alternatives(matches).removeprefix("\nHint: ")
 
 
 def expect_equal(got, expected, what: str, hint: str = "") -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.compare import fail
+from autograder.compare import fail, raised_hint
 from autograder.course import base_name
 from autograder.notebook import Submission, defined_names
 from autograder.sandbox import Reply, Sandbox
@@ -176,10 +176,14 @@ class Student:
         parts = [describe(a) for a in args] + [f"{k}={describe(v)}" for k, v in (kwargs or {}).items()]
         return f"{name}({', '.join(parts)})"
 
-    def result(self, name: str, reply: Reply, args=(), kwargs=None, hint: str = ""):
+    def result(self, name: str, reply: Reply, args=(), kwargs=None, hint: str = "",
+               about: str = ""):
         """The returned value, after failing the test for anything but a clean, allowed call.
 
-        `hint` is added when the call raised: what this test's input has that is special.
+        When the call raised: `hint` names the mistake that raises exactly this error on this
+        input (compare.raised_mistakes, compare.raised_hint; never a default), and `about`, a
+        plain sentence, says what this test's input has that is special (a fact, not a
+        diagnosis: it is not shown as a hint).
         """
         __tracebackhide__ = True
         call = self.signature(name, args, kwargs)
@@ -209,7 +213,9 @@ class Student:
             if exc.is_a("MemoryError") or "can't allocate memory" in exc.message:
                 fail(f"{call} ran out of memory: it tried to allocate far more than the inputs need.")
             where = f"\n{exc.where.rstrip()}" if exc.where else ""
-            fail(f"{call} raised {exc.type}: {exc.message}{where}{chr(10) + 'Hint: ' + hint if hint else ''}")
+            hint = hint or raised_hint(reply)   # a known error's meaning, whatever the input
+            fail(f"{call} raised {exc.type}: {exc.message}{where}{chr(10) + about if about else ''}"
+                 f"{chr(10) + 'Hint: ' + hint if hint else ''}")
         a = self.assignment
         names = banned_uses(reply.used, a.banned.get(name, frozenset()), a.allowed.get(name),
                             a.allowed_section.get(name, ""))

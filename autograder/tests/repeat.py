@@ -17,7 +17,7 @@ from __future__ import annotations
 from autograder.compare import GradingFailure, fail
 from autograder.jail.wire import Recipe
 
-STATE = ("{name} keeps something between calls: a mutable default argument (seen=set(), "
+STATE = ("{name} keeps state between calls: a mutable default argument (seen=set(), "
          "out=[], cache={{}}) is made once, when the def runs, and every later call shares it; "
          "so does a global. Make such things inside the function, on every call.")
 

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from autograder.compare import expect_tensor, raised_hint, stale
+from autograder.compare import expect_tensor, raised_hint, raised_mistakes, stale
 from autograder.notebook import stand_ins
 from autograder.tests.data import rand, sweep
 from autograder.tests.repeat import again
@@ -18,6 +18,11 @@ F32, F64 = torch.float32, torch.float64
 # linear_forward is graded with this matmul standing in for the learner's, so that
 # a broken matmul costs only matmul's points.
 REFERENCES = stand_ins(ASSIGNMENT)  # PyTorch-built: they spell out no answer
+_SCOPE = {"torch": torch}
+exec(REFERENCES["matmul"], _SCOPE)
+matmul_stand_in = _SCOPE["matmul"]
+"""The matmul the learner's linear_forward calls while it is graded: a mistake's call to it
+raises, on the same input, the very error the learner's code raised."""
 
 
 def _matmul_mistakes(A, B):
@@ -26,6 +31,16 @@ def _matmul_mistakes(A, B):
             lambda: (A @ B).T,
         "A and B are swapped: matmul(A, B) is A times B, not B times A.": lambda: B @ A,
         "new tensors default to float32: create them with dtype=A.dtype.": lambda: (A @ B).float(),
+        "the sum runs over the wrong index: C[i, j] = Σ_t A[i, t] B[t, j] sums over t, the inner "
+        "size k (dim 1 of the products A[:, :, None] * B[None, :, :]), not over j (dim 2).":
+            lambda: (A[:, :, None] * B[None, :, :]).sum(dim=2),
+        "the sum runs over the wrong index: C[i, j] = Σ_t A[i, t] B[t, j] sums over t, the inner "
+        "size k (dim 1 of the products A[:, :, None] * B[None, :, :]), not over i (dim 0).":
+            lambda: (A[:, :, None] * B[None, :, :]).sum(dim=0),
+        "the sum over t misses its last term: t runs over all k values, range(k) (0 to k - 1).":
+            lambda: A[:, :-1] @ B[:-1] if A.shape[1] > 1 else None,
+        "the sum over t misses its first term, t = 0: t runs over range(k) (0 to k - 1).":
+            lambda: A[:, 1:] @ B[1:] if A.shape[1] > 1 else None,
     }
 
 
@@ -113,18 +128,42 @@ def _linear_mistakes(x, W, b):
         "gives a 1-D output (remove the batch dimension only if you added it).":
             lambda: F.linear(x, W, b).squeeze(0) if x.dim() == 2 else None,
         "squeeze() removes every dimension of size 1, here out_features = 1 too: remove only "
-        "the batch dimension, squeeze(0).": lambda: F.linear(x, W, b).squeeze(),
+        "the batch dimension, squeeze(0).":
+            lambda: F.linear(x, W, b).squeeze() if x.dim() == 1 and W.shape[0] == 1 else None,
     }
+    return mistakes
+
+
+def _linear_raises(x, W, b):
+    """hint -> what the mistaken code does; it raises (through the stand-in matmul) on inputs
+    where the learner's call may raise the same error."""
+    batch = x.unsqueeze(0) if x.dim() == 1 else x
+    mistakes = {
+        "the error comes from multiplying by W instead of W transposed: nn.Linear stores the "
+        "weight as (out_features, in_features), so y = x Wᵀ + b.": lambda: matmul_stand_in(batch, W),
+        "a 1-D input x of shape (in,) is a single sample: make it a batch of one, "
+        "x.unsqueeze(0), before matmul (which takes 2-D tensors), and remove that dimension from "
+        "the result.": lambda: matmul_stand_in(x, W.T),
+    }
+    if b is None:
+        mistakes["b may be None (a layer without bias): add the bias only `if b is not None:`."] = \
+            lambda: matmul_stand_in(batch, W.T) + b
+    if b is not None:
+        mistakes["the bias is added as a column (shape (out, 1)); it should be a row that "
+                  "broadcasts over the batch: y[n, j] = ... + b[j]."] = \
+            lambda: matmul_stand_in(batch, W.T) + b[:, None]
     return mistakes
 
 
 def _check_linear(student, x, W, b, earlier=None):
     expected = F.linear(x, W, b)
     reply = student.call("linear_forward", x, W, b)
-    got = student.result("linear_forward", reply, (x, W, b), hint=raised_hint(
-        reply, "b may be None (a layer without bias)." if b is None else
-        "x may be 1-D (a single sample)." if x.dim() == 1 else
-        "an empty batch (0, in) gives an empty output (0, out)." if not len(x) else ""))
+    got = student.result(
+        "linear_forward", reply, (x, W, b),
+        hint=raised_hint(reply) or raised_mistakes(reply, _linear_raises(x, W, b)),
+        about="Here b is None (a layer without bias)." if b is None else
+        "Here x is 1-D (a single sample)." if x.dim() == 1 else
+        "Here the batch is empty: x is (0, in), and the output is (0, out)." if not len(x) else "")
     mistakes = stale(_linear_mistakes(x, W, b), "linear_forward", earlier)
     expect_tensor(got, expected, student.signature("linear_forward", (x, W, b)), mistakes=mistakes)
     return got

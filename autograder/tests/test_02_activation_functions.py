@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from autograder.compare import expect_tensor, fail, stale
+from autograder.compare import expect_tensor, fail, order_hint, raised_hint, raised_mistakes, stale
 from autograder.notebook import stand_ins
 from autograder.tests.data import away_from_zero, rand, sweep
 from autograder.tests.repeat import again
@@ -35,17 +35,37 @@ _ORDER = "first W1, then W2: the combined weight is W = W2 @ W1, of shape (out, 
 _SHAPES = "W = W2 @ W1 has shape (out, in) and b = W2 @ b1 + b2 has shape (out,)."
 
 
+def _COLLAPSE_RAISES(W1, b1, W2, b2):
+    """hint -> what the mistaken code computes; it raises where the shapes do not fit, with the
+    same error as the learner's call when the learner made that mistake."""
+    return {
+        "the product is in the wrong order: " + _ORDER: lambda: W1 @ W2,
+        "b1 also passes through the second layer: b = W2 @ b1 + b2 (b1 + b2 adds vectors of "
+        "sizes hidden and out).": lambda: b1 + b2,
+        "b1 also passes through the second layer: b = W2 @ b1 + b2 (b2 + b1 adds vectors of "
+        "sizes out and hidden).": lambda: b2 + b1,
+        "b1 @ W2 multiplies b1 by W2ᵀ: b1 passes through the second layer as W2 @ b1 "
+        "(W2 is (out, hidden)).": lambda: b1 @ W2,
+    }
+
+
 def _check_collapse(student, W1, b1, W2, b2, earlier=None):
     args = (W1, b1, W2, b2)
     call = student.signature("collapse_linear", args)
     reply = student.call("collapse_linear", *args)
-    got = student.result("collapse_linear", reply, args, hint=_SHAPES)
+    got = student.result("collapse_linear", reply, args,
+                         hint=raised_hint(reply) or raised_mistakes(reply, _COLLAPSE_RAISES(*args)),
+                         about=_SHAPES)
     if not isinstance(got, (tuple, list)) or len(got) != 2:
         kind = f"a {type(got).__name__} of length {len(got)}" if isinstance(got, (tuple, list)) \
             else f"a {type(got).__name__}"
         fail(f"{call} returned {kind}; expected a pair (W, b), as in `return W, b`.")
     W, b = got
     W_expected, b_expected = W2 @ W1, W2 @ b1 + b2
+    swapped = order_hint(got, (W_expected, b_expected), ("W", "b"))
+    if swapped:
+        fail(f"{call} returned W of shape {tuple(W.shape)} and b of shape {tuple(b.shape)}; "
+             f"expected W {tuple(W_expected.shape)} and b {tuple(b_expected.shape)}.{swapped}")
     expect_tensor(W, W_expected, f"W returned by {call}", mistakes=stale({
         "W is transposed: " + _ORDER: lambda: W_expected.T,
         "the product is in the wrong order: " + _ORDER: lambda: W1 @ W2,
@@ -55,6 +75,8 @@ def _check_collapse(student, W1, b1, W2, b2, earlier=None):
         "b2 is missing: b = W2 @ b1 + b2.": lambda: W2 @ b1,
         "b1 is missing: it passes through the second layer too, so b = W2 @ b1 + b2.":
             lambda: b2,
+        "b1 @ W2 multiplies b1 by W2ᵀ: b1 passes through the second layer as W2 @ b1 "
+        "(W2 is (out, hidden)).": lambda: b1 @ W2 + b2,
     })
     # The point of the exercise, checked directly: one layer computes what the two did.
     x = rand(9, W1.shape[1], seed=249, dtype=W1.dtype)
@@ -98,6 +120,12 @@ def _relu_mistakes(z, expected):
             lambda: (z > 0).to(z.dtype),
         "new tensors default to float32: keep z's dtype (e.g. torch.zeros_like(z)).":
             lambda: torch.relu(z).float(),
+        "torch.max(z, 0) is a reduction: it takes the largest entry along dimension 0 and returns "
+        "(values, indices). The elementwise maximum with 0 is torch.clamp(z, min=0) or "
+        "torch.maximum(z, torch.zeros_like(z)).": lambda: torch.max(z, 0) if z.dim() else None,
+        **{f"negative entries become 0, not {slope:g} · z (that is a leaky ReLU): relu(z) = "
+           f"max(z, 0).": (lambda slope=slope: torch.where(z > 0, z, slope * z))
+           for slope in (0.01, 0.1, 0.2)},
     }
 
 
@@ -208,6 +236,8 @@ def _sigmoid_mistakes(z, expected):
         "exp(z) / (1 + exp(z)) overflows: for large z, exp(z) is inf and inf / inf is nan. "
         "Use 1 / (1 + exp(-z)).": lambda: torch.exp(z) / (1 + torch.exp(z)),
         "new tensors default to float32: keep z's dtype.": lambda: torch.sigmoid(z).float(),
+        "mind the parentheses: 1 / 1 + exp(-z) is (1 / 1) + exp(-z), since division binds "
+        "tighter than addition; write 1 / (1 + exp(-z)).": lambda: 1 + torch.exp(-z),
     }
 
 
@@ -250,6 +280,8 @@ def _sigmoid_derivative_mistakes(z, expected):
         "apply the formula to σ(z), not to z: σ'(z) = σ(z) * (1 - σ(z)).": lambda: z * (1 - z),
         "this is σ(z) itself; its derivative is σ(z) * (1 - σ(z)).": lambda: s,
         "mind the sign: σ'(z) = σ(z) * (1 - σ(z)) is never negative.": lambda: s * (s - 1),
+        "σ(z) * (1 + σ(z)) has a plus where the formula has a minus: σ'(z) = σ(z) * (1 - σ(z)).":
+            lambda: s * (1 + s),
         "exp(z) overflows for large z (inf / inf is nan): compute σ(z) as 1 / (1 + exp(-z)) "
         "and use σ(z) * (1 - σ(z)).":
             lambda: torch.exp(z) / (1 + torch.exp(z)) * (1 - torch.exp(z) / (1 + torch.exp(z))),

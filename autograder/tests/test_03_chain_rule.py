@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.compare import expect_tensor, fail, stale
+from autograder.compare import expect_tensor, fail, order_hint, stale
 from autograder.notebook import stand_ins
 from autograder.tests.data import away_from_zero, rand
 from autograder.tests.repeat import again
@@ -57,6 +57,9 @@ def _check_mse_loss(student, y_hat, y, earlier=None):
                       "keepdim.": lambda: expected.reshape(1),
                       "new tensors default to float32: keep the inputs' dtype.":
                           lambda: expected.float(),
+                      **{f"the mean must run over every entry (.mean() with no dim), giving a "
+                         f"0-dim tensor; mean(dim={dim}) averages along one dimension only.":
+                         (lambda dim=dim: (d ** 2).mean(dim=dim)) for dim in range(d.dim())},
                   }, "mse_loss", earlier))
     return got
 
@@ -102,6 +105,10 @@ def _check_mse_loss_grad(student, y_hat, y, earlier=None):
                       "divide by y_hat.numel(): the loss is a mean, not a sum.": lambda: 2 * d,
                       "new tensors default to float32: keep the inputs' dtype.":
                           lambda: expected.float(),
+                      "the gradient has one entry for each entry of y_hat (the same shape): do "
+                      "not reduce it with .mean() or .sum().": lambda: 2 * d.mean(),
+                      "the gradient has one entry for each entry of y_hat (the same shape): do "
+                      "not sum it.": lambda: 2 * d.sum(),
                   }, "mse_loss_grad", earlier))
     return got
 
@@ -138,12 +145,16 @@ def _check_linear_backward(student, grad_out, x, W, b, earlier=None):
     args = (grad_out, x, W)
     call = student.signature("linear_backward", args)
     got = student.result("linear_backward", student.call("linear_backward", *args), args,
-                         hint="" if len(x) else "an empty batch (N = 0): grad_x is (0, in), grad_W "
-                         "and grad_b are zeros (empty sums).")
+                         about="" if len(x) else "Here the batch is empty (N = 0): grad_x is "
+                         "(0, in), grad_W and grad_b are zeros (empty sums).")
     _expect_sequence(got, 3, call, "grad_x, grad_W, grad_b")
+    swapped = order_hint(got, (gx, gW, gb), ("grad_x", "grad_W", "grad_b"))
+    if swapped:
+        fail(f"{call} returned the right gradients in the wrong order.{swapped}")
     ones = torch.ones_like(grad_out)
     expect_tensor(got[0], gx, f"grad_x from {call}", mistakes=stale({
-        "grad_x = grad_out @ W (W is (out, in)), not grad_out @ W.T.": lambda: grad_out @ W.T,
+        "W is not transposed here: grad_x = grad_out @ W (W is (out, in)), not grad_out @ W.T.":
+            lambda: grad_out @ W.T,
         UPSTREAM: lambda: ones @ W,
         SIGN: lambda: -gx,
     }, "linear_backward", earlier and earlier[0]))
@@ -212,7 +223,7 @@ def test_linear_backward_one_sample(student):
 
 # -- relu_backward -----------------------------------------------------------------------
 
-def _check_relu_backward(student, grad_out, z, earlier=None):
+def _check_relu_backward(student, grad_out, z, earlier=None, earlier_z=None):
     (leaf,) = _leaves(z)
     torch.relu(leaf).backward(grad_out)
     expected = leaf.grad
@@ -231,9 +242,18 @@ def _check_relu_backward(student, grad_out, z, earlier=None):
                       "for the ReLU's output a) was ignored: multiply by it.": lambda: mask,
                       "the mask comes from z, the ReLU's input: keep grad_out where z > 0, "
                       "not where grad_out > 0.": lambda: grad_out.clamp(min=0),
-                      "multiply grad_out by relu'(z) (0 or 1), not by relu(z).":
+                      "multiply grad_out by ReLU's slope relu'(z) (0 or 1), not by relu(z).":
                           lambda: grad_out * z.clamp(min=0),
                       SIGN: lambda: -expected,
+                      "the arguments are used the other way round: relu_backward(grad_out, z) "
+                      "gets the upstream gradient first, then z; the result is grad_out where "
+                      "z > 0.": lambda: z * (grad_out > 0).to(z.dtype),
+                      "sign(z) is -1 where z < 0, but ReLU's slope there is 0: multiply by "
+                      "(z > 0), not by sign(z).": lambda: grad_out * torch.sign(z),
+                      **({"the mask comes from an earlier call's z (same shape, other values): "
+                          "does relu_backward keep the mask between calls? Compute it from this "
+                          "call's z every time.": lambda: grad_out * (earlier_z > 0).to(z.dtype)}
+                         if earlier_z is not None else {}),
                   }, "relu_backward", earlier))
     return got
 
@@ -267,7 +287,8 @@ def test_relu_backward_any_shape(student):
     """1-D, 3-D and empty inputs keep their shape"""
     first = _check_relu_backward(student, rand(9, seed=376), away_from_zero(9, seed=377))
     _check_relu_backward(student, rand(2, 3, 4, seed=378), away_from_zero(2, 3, 4, seed=379))
-    _check_relu_backward(student, rand(9, seed=368), away_from_zero(9, seed=369), earlier=first)
+    _check_relu_backward(student, rand(9, seed=368), away_from_zero(9, seed=369), earlier=first,
+                         earlier_z=away_from_zero(9, seed=377))
     _check_relu_backward(student, torch.zeros(0, 3), torch.zeros(0, 3))
 
 
@@ -299,6 +320,9 @@ def _mlp_mistakes(x, y, params, expected, key):
         "the first upstream gradient is dL/dŷ = 2 (ŷ - y) / ŷ.numel(): divide by all N * out "
         "entries, not by the batch size N.": lambda: expected[key] * out,
         "the factor 2 of the MSE gradient is missing.": lambda: expected[key] / 2,
+        "the first upstream gradient is dL/dŷ = 2 (ŷ - y) / ŷ.numel(): the division by the "
+        "number of entries is missing (that is the gradient of the summed loss).":
+            lambda: expected[key] * y.numel(),
         SIGN + " Start from dL/dŷ = 2 (ŷ - y) / M, not 2 (y - ŷ) / M.": lambda: -expected[key],
         "a hidden unit with z1 == 0 must get no gradient, as with torch.relu: mask with z1 > 0, "
         "not z1 >= 0.": lambda: _mlp_grads(x, y, params, act=lambda z: z * (z >= 0))[key],
@@ -311,6 +335,9 @@ def _mlp_mistakes(x, y, params, expected, key):
     if key.startswith("W"):
         mistakes["the weight gradient is transposed: dL/dW has W's shape (out, in)."] = \
             lambda: expected[key].T
+    else:
+        mistakes["a bias is shared by all samples: its gradient is the sum over the batch, "
+                 "not the mean."] = lambda: expected[key] / x.shape[0]
     return mistakes
 
 

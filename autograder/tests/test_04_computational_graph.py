@@ -308,16 +308,46 @@ def call_walk(student, function: str, name: str, args: tuple, about: str, walks:
     t = recipe(name, *args, label="t")
     reply = student.call(function, t) if walks == 1 else student.drive(function, SECOND_CALL, t)
     about = about or name
-    hint = f"Here {about}." if about.startswith("t = ") else f"t here is {about}."
-    if reply.status == "exception" and "NoneType" in reply.exception.message:
-        hint += " " + SKIP_NONE[0].upper() + SKIP_NONE[1:]
-    hint = raised_hint(reply, hint)
+    context = f"Here {about}." if about.startswith("t = ") else f"Here t is {about}."
+    hint = raised_hint(reply)
+    if not hint and reply.status == "exception" and "NoneType" in reply.exception.message:
+        hint = SKIP_NONE[0].upper() + SKIP_NONE[1:]
     if function == "leaf_tensors" and reply.status == "exception" and any(
             phrase in reply.exception.message for phrase in COMPARED_BY_VALUE):
         hint = ("`leaf in leaves` compares tensors with ==, value by value, which fails for "
                 "tensors of different shapes (and merges distinct leaves of equal values): "
                 "compare identities, `any(leaf is u for u in leaves)`, or keep a set of nodes.")
-    return student.result(function, reply, (t,), hint=hint)
+    return student.result(function, reply, (t,), hint=hint, about=context)
+
+
+# Graphs on which the mistaken walks differ from one another (and from the right walk); when
+# several mistakes give the learner's list on a test's graph, the learner's function is called
+# on these too, and only the mistakes that give its list on every one of them are named.
+TELLERS = (("mlp_loss", (3, 5, 3, 4, 2)), ("two_depths", (8,)), ("input_leaf", (6,)),
+           ("equal_leaves", (4,)), ("tied_layer", (4,)), ("float64_chain", (7,)))
+
+
+def narrow(student, function: str, matches: list[str], values) -> list[str]:
+    """The mistakes among `matches` whose value is the learner's on other graphs too.
+
+    `values(t, named)` maps each hint to what that mistake returns for the live graph t
+    (names for graph_nodes, origins for leaf_tensors); the learner's answer is read the same
+    way. A graph where the remaining mistakes agree tells nothing and is skipped; a call that
+    fails leaves the list as it is."""
+    for name, args in TELLERS:
+        if len(matches) < 2:
+            break
+        t, named = build(name, *args)
+        wrong = values(t, named)
+        if len({repr(wrong[h]) for h in matches}) < 2:
+            continue
+        reply = student.call(function, recipe(name, *args, label="t"))
+        if reply.status != "ok" or not isinstance(reply.value, (list, tuple)):
+            continue
+        got = list(reply.value) if function == "graph_nodes" else [
+            getattr(getattr(g, "info", None), "origin", None) for g in reply.value]
+        matches = [h for h in matches if wrong[h] == got]
+    return matches
 
 
 def _show(items: list) -> str:
@@ -344,10 +374,13 @@ def check_graph_nodes(student, name: str, *args, about: str = "", walks: int = 1
     got = list(got)
     if got == expected:
         return
+    def node_values(tt, _named):
+        out = {text: names(wrong) for text, wrong in walk_mistakes(tt).items()}
+        out[REVERSED] = names(dfs(tt))[::-1]
+        return out
+    matches = [text for text, wrong in node_values(t, None).items() if wrong == got != expected]
     hint = repeat_hint("graph_nodes", got, expected, walks) or walk_hint(
-        [text for text, wrong in walk_mistakes(t).items()
-         if names(wrong) == got and names(wrong) != expected]
-        + ([REVERSED] if got == expected[::-1] != expected else []))
+        narrow(student, "graph_nodes", matches, node_values))
     if not hint and got == _dedup(names(dfs(t, once=False))):
         hint = ("\nHint: nodes that are different but share a name were merged: keep the nodes "
                 "themselves in your `seen` set, not their names.")
@@ -458,11 +491,15 @@ def check_leaf_tensors(student, name: str, *args, about: str = "", walks: int = 
                 "node.variable as it is: .clone(), .detach(), .data or torch.tensor(...) make a "
                 "new tensor object, and an optimizer could not update the model through it.")
     if not hint and None not in got_origins:
-        hint = walk_hint([text for text, wrong in walk_mistakes(t).items()
-                          if _leaf_origins(wrong, origin_of) == got_origins != expected]
-                         + [text for text, wrong in identity_mistakes(t, origin_of).items()
-                            if wrong == got_origins != expected]
-                         + ([REVERSED] if got_origins == expected[::-1] != expected else []))
+        def leaf_values(tt, named_here):
+            origins = _origins(named_here)
+            out = {text: _leaf_origins(wrong, origins) for text, wrong in walk_mistakes(tt).items()}
+            out.update(identity_mistakes(tt, origins))
+            out[REVERSED] = _leaf_origins(dfs(tt), origins)[::-1]
+            return out
+        matches = [text for text, wrong in leaf_values(t, named).items()
+                   if wrong == got_origins != expected]
+        hint = walk_hint(narrow(student, "leaf_tensors", matches, leaf_values))
     fail(f"{what} returned {_show(described)}; expected the leaves {_show(expected)}, in "
          f"this order, each the very tensor object (compared with `is`).{hint}")
 
@@ -567,6 +604,12 @@ SECOND_FORWARD = ("compute L from your h: L = F.mse_loss(model[2](h), y). Your f
                   "its .grad stays None.")
 SUMMED = ("the loss was summed, not averaged: F.mse_loss (mean) divides by the number of entries, "
           "N · out.")
+NOTHING_STORED = ("no parameter's .grad was filled: the gradients were not stored. "
+                  "torch.autograd.grad returns gradients without putting them in .grad; call "
+                  "L.backward() once, which fills .grad and, with h.retain_grad(), h.grad.")
+DETACHED = ("the first layer's parameters got no gradient, the last layer's did: backward() "
+            "stopped at h, so h was cut from the graph (h.detach(), h.data, or a new leaf made "
+            "from h's values). Keep h as the ReLU gives it and call h.retain_grad() on it.")
 NO_BACKWARD = ("L.backward() was not called: every parameter's .grad is still None. Compute L = "
                "F.mse_loss(model[2](h), y), call L.backward(), then return h.grad.")
 
@@ -628,14 +671,15 @@ def test_hidden_grad_parameter_grads(student):
     sizes, x, y = (3, 5, 2), rand(7, 3, seed=50), rand(7, 2, seed=51)
     _, _, expected, _ = reference_hidden_grad(50, sizes, x, y, F32)
     reply, _ = call_hidden_grad(student, 50, sizes, x, y)
+    empty = {name for name in expected if reply.named_after[name].info.grad is None}
+    hint = (NOTHING_STORED if empty == set(expected) else
+            DETACHED if empty == {n for n in expected if n.startswith("model.0.")} else "")
     for name, grad in expected.items():
         param = reply.named_after[name]
         what = f"{name}.grad after hidden_grad(model, x, y)"
         if param.info.grad is None:
-            fail(f"{what} is None, but L.backward() would have filled it.\nHint: compute the loss "
-                 "from the model's own layers without detaching anything, and call L.backward() "
-                 "(torch.autograd.grad computes gradients without storing them in .grad); do not "
-                 "clear the gradients afterwards.")
+            fail(f"{what} is None, but L.backward() would have filled it."
+                 + (f"\nHint: {hint}" if hint else ""))
         expect_tensor(param.info.grad, grad, what, mistakes={
             "this is twice what one L.backward() gives: gradients add up in .grad. Call "
             "L.backward() once.": lambda grad=grad: 2 * grad,
@@ -676,6 +720,14 @@ def test_hidden_grad_adds_to_existing_grads(student):
     _, _, added, _ = reference_hidden_grad(90, sizes, x, y, F32, stale=True)
     _, _, alone, _ = reference_hidden_grad(90, sizes, x, y, F32)
     reply, _ = call_hidden_grad(student, 90, sizes, x, y, stale=True)
+    got = {name: reply.named_after[name].info.grad for name in added}
+    first = {n for n in added if n.startswith("model.0.")}
+    unchanged = {n for n, g in got.items() if isinstance(g, torch.Tensor) and g.shape ==
+                 earlier[n].shape and torch.allclose(g, earlier[n], rtol=1e-4, atol=1e-5)}
+    rest_right = all(isinstance(got[n], torch.Tensor) and got[n].shape == added[n].shape
+                     and torch.allclose(got[n], added[n], rtol=1e-4, atol=1e-5)
+                     for n in added if n not in first)
+    detached = unchanged == first and rest_right
     for name, grad in added.items():
         param = reply.named_after[name]
         what = f"{name}.grad after hidden_grad(model, x, y), when it already held a gradient"
@@ -689,7 +741,10 @@ def test_hidden_grad_adds_to_existing_grads(student):
             "training loop's job.": lambda name=name: alone[name],
             "this is twice what one L.backward() adds: call L.backward() once.":
                 lambda name=name: earlier[name] + 2 * alone[name],
-            ".grad still holds only the earlier gradient: call L.backward() on the loss.":
-                lambda name=name: earlier[name],
+            **({DETACHED: lambda name=name: earlier[name]} if detached else {
+                ".grad still holds only the earlier gradient: this call added nothing to the "
+                "parameters' .grad. Call L.backward() on the loss (torch.autograd.grad returns "
+                "gradients without storing them in .grad).":
+                    lambda name=name: earlier[name]}),
             SUMMED: lambda name=name: earlier[name] + y.numel() * alone[name],
         })

@@ -83,6 +83,8 @@ def step_mistakes(params, lr, expected) -> dict[str, list[torch.Tensor]]:
             [b + lr * p.grad if p.grad is not None else b for b, p in zip(before, params)],
         "the learning rate is missing: p - lr * p.grad.":
             [b - p.grad if p.grad is not None else b for b, p in zip(before, params)],
+        "the gradient is divided by the learning rate: the step is lr * p.grad, multiplied.":
+            [b - p.grad / lr if p.grad is not None else b for b, p in zip(before, params)],
     }
     none_at = next((i for i, p in enumerate(params) if p.grad is None), None)
     if none_at is not None and any(i > none_at for i in moved):

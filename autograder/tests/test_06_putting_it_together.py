@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.compare import alternatives, expect_tensor, fail
+from autograder.compare import alternatives, expect_tensor, fail, raised_mistakes
 from autograder.tests.data import rand
 from autograder.tests.optim import SGD
 from autograder.jail.wire import Recipe
@@ -40,7 +40,7 @@ def torch_train(x, y, params, lr, steps):
 
 
 def mistaken_train(x, y, params, lr, steps, *, divide_by="numel", factor=2.0, sign=1.0,
-                   slope_at_zero=False, mask=True, w2_first=False, bias="sum"):
+                   slope_at_zero=False, mask=True, w2_first=False, bias="sum", transposed=False):
     """What train_mlp returns with a known mistake in its backward pass or step (the defaults:
     none, the contract's training)."""
     W1, b1, W2, b2 = (params[k].clone() for k in KEYS)
@@ -57,10 +57,18 @@ def mistaken_train(x, y, params, lr, steps, *, divide_by="numel", factor=2.0, si
             W2, b2 = W2 - sign * lr * grad_y_hat.T @ h, b2 - sign * lr * reduce(grad_y_hat)
         slope = ((z1 >= 0) if slope_at_zero else (z1 > 0)).to(z1.dtype) if mask else 1.0
         grad_z1 = (grad_y_hat @ W2) * slope
+        if transposed:   # x.T @ grad instead of grad.T @ x: (in, out), broadcast against W
+            W1, b1 = W1 - sign * lr * x.T @ grad_z1, b1 - sign * lr * reduce(grad_z1)
+            W2, b2 = W2 - sign * lr * h.T @ grad_y_hat, b2 - sign * lr * reduce(grad_y_hat)
+            continue
         W1, b1 = W1 - sign * lr * grad_z1.T @ x, b1 - sign * lr * reduce(grad_z1)
         if not w2_first:
             W2, b2 = W2 - sign * lr * grad_y_hat.T @ h, b2 - sign * lr * reduce(grad_y_hat)
     return {"W1": W1, "b1": b1, "W2": W2, "b2": b2}, losses
+
+
+TRANSPOSED = ("the weight gradients are transposed: ∂L/∂W1 = (∂L/∂z1)ᵀ x has W1's shape (hidden, "
+              "in), not xᵀ (∂L/∂z1); the same for W2 (the update broadcast a wrong shape into W).")
 
 
 def _train_mistakes(x, y, params, lr, steps, key):
@@ -87,20 +95,23 @@ def _train_mistakes(x, y, params, lr, steps, key):
         "(G.sum(0)), not their mean: the 1/M of the loss is already in G.": variant(bias="mean"),
         "the bias gradient must be summed over the batch (dim 0), G.sum(0), giving one value per "
         "unit: without the sum b takes the shape (N, units).": variant(bias="none"),
+        TRANSPOSED: variant(transposed=True),
     }
 
 
-def check_loss_count(call, losses, steps, expected_losses):
-    """One loss per step; a wrong count names the loop's bounds, or losses kept from an earlier
-    call (a default losses=[]), from the count and the values."""
+def check_loss_count(call, losses, steps, losses_for):
+    """One loss per step; a wrong count names the loop's bounds or losses kept from an earlier
+    call (a default losses=[]), each only when the values are that mistake's: `losses_for(n)`
+    gives the losses of n steps of the right training."""
     if len(losses) == steps:
         return
     hints = []
-    if len(losses) > steps and _close_list(losses[len(losses) - steps:], expected_losses):
-        hints.append("the list starts with losses from an earlier call: " + state_hint("train_mlp"))
-    elif abs(len(losses) - steps) == 1:
-        hints.append(f"the loop ran {len(losses)} times: `for _ in range(steps):` runs exactly "
+    n = len(losses)
+    if n in (steps - 1, steps + 1) and _close_list(losses, losses_for(n)):
+        hints.append(f"the loop ran {n} times: `for _ in range(steps):` runs exactly "
                      "`steps` updates, with one loss recorded before each.")
+    elif steps and n > steps and _close_list(losses[n - steps:], losses_for(steps)):
+        hints.append("the list starts with losses from an earlier call: " + state_hint("train_mlp"))
     fail(f"{call}: number of losses: expected {steps}, got {len(losses)} (one loss per step)."
          f"{alternatives(hints)}")
 
@@ -114,7 +125,10 @@ def _close_list(got, expected) -> bool:
 def check_training(student, x, y, params, lr, steps):
     expected, expected_losses = torch_train(x, y, params, lr, steps)
     call = f"train_mlp(x {tuple(x.shape)}, y {tuple(y.shape)}, params, lr={lr}, steps={steps})"
-    got = student.train_mlp(x, y, params, lr, steps)
+    args = (x, y, params, lr, steps)
+    reply = student.call("train_mlp", *args)
+    got = student.result("train_mlp", reply, args, hint=raised_mistakes(reply, {
+        TRANSPOSED: lambda: mistaken_train(x, y, params, lr, steps, transposed=True)}))
     if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], dict)):
         fail(f"{call} should return a tuple (new_params, losses) with new_params a dict; got {got!r:.80}.")
     new_params, losses = got
@@ -123,7 +137,7 @@ def check_training(student, x, y, params, lr, steps):
     if not isinstance(losses, list) or not all(isinstance(v, float) for v in losses):
         fail(f"{call}: losses should be a list of Python floats (use loss.item()); got "
              f"{type(losses).__name__} of {sorted({type(v).__name__ for v in losses}) if isinstance(losses, list) else '?'}.")
-    check_loss_count(call, losses, steps, expected_losses)
+    check_loss_count(call, losses, steps, lambda n: torch_train(x, y, params, lr, n)[1])
     if steps:
         shifted = mistaken_train(x, y, params, lr, steps + 1)[1][1:]
         # Losses come from computations in x's dtype: compare them at that precision.
@@ -158,7 +172,7 @@ def test_train_losses_before_each_update(student):
     if not isinstance(losses, list) or not losses:
         fail(f"train_mlp(..., steps=3) returned losses={losses!r:.60}; expected a list of 3 floats.")
     check_loss_count("train_mlp(x (12, 3), y (12, 2), params, lr=0.05, steps=3)", losses, 3,
-                     torch_train(x, y, params, 0.05, 3)[1])
+                     lambda n: torch_train(x, y, params, 0.05, n)[1])
     expect_tensor(torch.tensor([float(losses[0])]), start_loss.reshape(1),
                   "the first loss returned by train_mlp", check_dtype=False, mistakes={
                       "record the loss before the update: losses[0] is the loss of the starting parameters.":
@@ -279,7 +293,12 @@ def check_norms(student, spec, seed, x, y, dtype="float32", stale=False, floats=
             lambda: norms(m.weight.grad for m in model if getattr(m, "weight", None) is not None),
         "the L2 norm is the square root of the sum of squares (tensor.norm()), not the sum of squares.":
             lambda: expected ** 2,
-        "list the layers from the first (next to the input) to the last.": lambda: expected.flip(0),
+        "the norms are in reverse order: list the layers from the first (next to the input) "
+        "to the last.": lambda: expected.flip(0),
+        "this is the mean absolute entry of each gradient; the L2 norm is the square root of "
+        "the sum of squares (m.weight.grad.norm()).":
+            lambda: torch.tensor([m.weight.grad.abs().mean().item() for m in linears],
+                                 dtype=torch.float64),
         "use the mean squared error (F.mse_loss, mean over all entries), not the sum.":
             lambda: expected * y.numel(),
         "backward() adds to .grad, which already held an earlier gradient: clear it first "
