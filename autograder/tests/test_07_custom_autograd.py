@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from autograder.compare import STALE, TOLERANCE, alternatives, expect_tensor, fail, stale
+from autograder.compare import STALE, TOLERANCE, alternatives, expect_tensor, fail, raised_mistakes, stale
 from autograder.notebook import stand_ins
 from autograder.tests.data import rand
 from autograder.tests.optim import SGD
@@ -882,22 +882,25 @@ def optimizer(steps, momentum=0.0, foreach=False):
 
 
 class _Reference(TorchDispatchMode):
-    def __init__(self, every_namespace=False, spell=str):
+    def __init__(self, every_namespace=False, spell=str, returns=True):
         super().__init__()
-        self.every_namespace, self.spell = every_namespace, spell
+        self.every_namespace, self.spell, self.returns = every_namespace, spell, returns
         self.names = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         if self.every_namespace or func.namespace == "aten":
             self.names.append(self.spell(func))
-        return func(*args, **(kwargs or {}))
+        result = func(*args, **(kwargs or {}))
+        return result if self.returns else None
 
 
-def reference_ops(name, args, every_namespace=False, spell=str):
+def reference_ops(name, args, every_namespace=False, spell=str, returns=True):
+    """The operators program `name` runs; returns=False: a mode whose __torch_dispatch__ runs
+    each operator but returns None (a learner's mistake; it raises where fn uses a result)."""
     scope = {"torch": torch, "NAMED": {}}
     exec(compile(PROGRAMS, "<programs>", "exec"), scope)
     fn = scope[name](*args)
-    with _Reference(every_namespace, spell) as mode:
+    with _Reference(every_namespace, spell, returns) as mode:
         fn()
     return mode.names
 
@@ -905,7 +908,12 @@ def reference_ops(name, args, every_namespace=False, spell=str):
 def check_ops(student, name, *args, label, earlier=None):
     """The learner's record_ops on the program `name`; returns its list. `earlier`: what an
     earlier call, on another program, returned (a result kept from it)."""
-    got = student.record_ops(Recipe(PROGRAMS, name, args, label=label))
+    recipe = Recipe(PROGRAMS, name, args, label=label)
+    reply = student.call("record_ops", recipe)
+    got = student.result("record_ops", reply, (recipe,), hint=raised_mistakes(reply, {
+        "__torch_dispatch__ must return the operator's result, func(*args, **kwargs): the code "
+        "being recorded uses it (returning nothing hands it None).":
+            lambda: reference_ops(name, args, returns=False)}))
     expected = reference_ops(name, args)
     what = f"record_ops({label})"
     if not isinstance(got, list):
