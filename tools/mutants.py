@@ -170,11 +170,9 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ("train_quantized", "`return (W_float.detach(), b_float.detach(), history)` -> "
                         "`return (W_float.detach(), b_float, history)`"):
         "the trained values are the same; the contract does not say the result must be detached",
-    ("record_ops", "removed `super().__init__()`"):
-        "torch documents super().__init__() as optional for a mode: __enter__ creates its state lazily",
-    ("record_ops", "added `super().__init__()`"): _DUP,
-    ("record_ops", "added `self.log = []`; removed `self.log = []`"):
-        "setting the log before or after the base initialiser: it does not touch self.log",
+    ("record_ops", "removed `log = []`; added `log = []`"):
+        "the list made before or after the class statement: __torch_dispatch__ reads it only when "
+        "an operator runs, inside the with-block",
     ("record_ops", "`return op(*args, **kwargs if kwargs else {})` -> `return op(*args, **kwargs)`"):
         "torch always passes kwargs as a dict (empty when there are none)",
 }
