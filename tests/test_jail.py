@@ -274,7 +274,7 @@ def test_the_batch_runs_to_the_end(attacked):
 
 
 @pytest.mark.parametrize("attack", ["read_hidden_tests", "write_everywhere", "site_packages_pth",
-                                    "network", "trace_the_server", "daemon", "fork_bomb", "fill_scratch",
+                                    "network", "trace_the_server", "fill_scratch",
                                     "thread_keeps_running", "huge_stdout", "poison_torch",
                                     "leave_a_secret"])
 def test_an_attack_that_fails_harmlessly_changes_no_score(attacked, attack):
@@ -287,6 +287,20 @@ def test_an_attack_on_the_process_costs_only_its_own_function(attacked, attack):
     scores = _scores(attacked["results"][f"a_{attack}"])
     assert scores["linear_forward"] == FULL["linear_forward"]
     assert scores["matmul"] <= FULL["matmul"]
+
+
+@pytest.mark.parametrize("attack", ["daemon", "fork_bomb"])
+def test_processes_started_by_a_call_cost_that_function_its_points_named(attacked, attack):
+    """A by-hand function whose call starts processes (which could compute what it may not, out of
+    the recorder's sight) fails those calls, saying so; the other function keeps its points, and
+    the processes die with the jail (test_nothing_the_learners_started_is_alive)."""
+    result = attacked["results"][f"a_{attack}"]
+    scores = _scores(result)
+    assert scores["linear_forward"] == FULL["linear_forward"]
+    assert scores["matmul"] < FULL["matmul"]
+    lost = [t["output"] for t in result["tests"]
+            if t["name"].startswith("matmul") and t["score"] < t["max_score"]]
+    assert lost and all("another process" in o for o in lost), lost
 
 
 def test_another_learner_cannot_read_what_one_left_in_scratch(attacked):
