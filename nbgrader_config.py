@@ -30,6 +30,10 @@ else:
     # A fresh clone has no gradebook: autograde puts the assignment in it from source/ first.
     from autograder.nbgrader_plugin import gradebook_from_source
     c.Autograde.pre_convert_hook = gradebook_from_source(c)
+    # Autograde's submissions are graded on every core, each by nbgrader's own steps in a worker
+    # process (autograder/nbgrader_parallel.py); AUTOGRADER_NBGRADER_JOBS=1: one after another.
+    from autograder.nbgrader_parallel import install as parallel_autograde
+    parallel_autograde(c)
     # The learner's feedback: no hidden tests, no mark scheme, learner output sanitized (bleach).
     from autograder.nbgrader_plugin import feedback_preprocessors
     c.GenerateFeedback.preprocessors = feedback_preprocessors()

@@ -450,12 +450,10 @@ class SaveGrades(SaveAutoGrades):
 _IN_GRADEBOOK: set[tuple[str, str]] = set()
 
 
-def gradebook_from_source(config=None):
-    """`Autograde.pre_convert_hook`: an assignment that is in source/ but not in the gradebook
-    (a fresh clone: release/ is committed, gradebook.db is not) is put there by nbgrader's own
-    `generate_assignment`, into a throwaway release folder, before the first submission is
-    graded; nbgrader's autograde would otherwise stop with "No assignment ... in the database".
-    `config` is the course config (for its course id and gradebook)."""
+def put_in_gradebook(root: str, assignment: str, config=None) -> None:
+    """Put `assignment` in the gradebook of the course at `root` when it is in source/ but not
+    (yet) in the gradebook, by nbgrader's own `generate_assignment` into a throwaway release
+    folder. `config`: the course config (its course id and gradebook)."""
     import subprocess
     import sys
 
@@ -464,27 +462,41 @@ def gradebook_from_source(config=None):
 
     from autograder.build import tool_env
 
+    if not assignment or (root, assignment) in _IN_GRADEBOOK:
+        return
+    coursedir = CourseDirectory(config=config, root=root) if config else CourseDirectory(root=root)
+    folder = Path(coursedir.format_path(coursedir.source_directory, ".", assignment))
+    wanted = {p.stem for p in folder.glob("*.ipynb")}
+    with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
+        try:
+            have = {nb.name for nb in gb.find_assignment(assignment).notebooks}
+        except MissingEntry:
+            have = set()
+    if wanted and not wanted <= have:
+        with tempfile.TemporaryDirectory() as tmp:
+            done = subprocess.run(
+                [sys.executable, "-m", "nbgrader", "generate_assignment", assignment,
+                 f"--CourseDirectory.release_directory={tmp}", "--log-level=ERROR"],
+                cwd=root, env=tool_env(), capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"nbgrader generate_assignment {assignment}: {done.stderr}")
+    _IN_GRADEBOOK.add((root, assignment))
+
+
+def gradebook_from_source(config=None):
+    """`Autograde.pre_convert_hook`: an assignment that is in source/ but not in the gradebook
+    (a fresh clone: release/ is committed, gradebook.db is not) is put there before the first
+    submission is graded (`put_in_gradebook`); nbgrader's autograde would otherwise stop with
+    "No assignment ... in the database". `config` is the course config."""
+    from nbgrader.coursedir import CourseDirectory
+
     def hook(assignment, student, notebooks):
         root = os.getcwd()  # nbgrader's converters run from the course root
-        if not assignment or (root, assignment) in _IN_GRADEBOOK:
-            return
         coursedir = CourseDirectory(config=config, root=root) if config else CourseDirectory(root=root)
-        folder = Path(coursedir.format_path(coursedir.source_directory, ".", assignment))
-        wanted = {p.stem for p in folder.glob("*.ipynb")}
-        with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
-            try:
-                have = {nb.name for nb in gb.find_assignment(assignment).notebooks}
-            except MissingEntry:
-                have = set()
-        if wanted and not wanted <= have:
-            with tempfile.TemporaryDirectory() as tmp:
-                done = subprocess.run(
-                    [sys.executable, "-m", "nbgrader", "generate_assignment", assignment,
-                     f"--CourseDirectory.release_directory={tmp}", "--log-level=ERROR"],
-                    cwd=root, env=tool_env(), capture_output=True, text=True)
-            if done.returncode != 0:
-                raise RuntimeError(f"nbgrader generate_assignment {assignment}: {done.stderr}")
-        _IN_GRADEBOOK.add((root, assignment))
+        # nbgrader passes the assignment id as given: `autograde '*'` passes the glob
+        source = Path(coursedir.format_path(coursedir.source_directory, ".", ".")).resolve()
+        for folder in sorted(source.glob(assignment)) if assignment else ():
+            put_in_gradebook(root, folder.name, config)
     return hook
 
 

@@ -27,43 +27,25 @@ from conftest import SCENARIOS, run, tool_env
 NBGRADER_SCENARIOS = [s for s in SCENARIOS if s.nbgrader]
 if os.environ.get("NBGRADER_ALL") != "1":
     NBGRADER_SCENARIOS = representative(NBGRADER_SCENARIOS)
-SHARDS = max(1, min(4, len(os.sched_getaffinity(0))))
-"""nbgrader autogrades one notebook at a time: split the students over course copies (one per
-core even when xdist runs another module beside this one: this module is the run's longest, and
-its shards keep both cores busy once the other worker has run out of work)."""
 
 pytestmark = pytest.mark.early
 
 
-def _autograde_shard(shard, scenarios, submitted) -> subprocess.Popen:
-    for s in scenarios:
+@pytest.fixture(scope="module")
+def shards(course, submitted):
+    """The course, autograded by nbgrader (on every core: autograder/nbgrader_parallel.py), as
+    student -> the course root that holds that student's grades."""
+    for s in NBGRADER_SCENARIOS:
         shutil.copytree(submitted / s.student / s.assignment,
-                        shard / "submitted" / s.student / s.assignment)
-    # one nbgrader process per step for all the assignments (a glob of assignment ids): one
-    # start-up and one warm jailed server per shard, not one per assignment
+                        course / "submitted" / s.student / s.assignment)
+    # one nbgrader process per step for all the assignments (a glob of assignment ids)
     script = ("nbgrader generate_assignment '*' --force --log-level=ERROR"
               " && (nbgrader autograde '*' --log-level=ERROR || true)")
-    return subprocess.Popen(["bash", "-c", script], cwd=shard, env=tool_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
-@pytest.fixture(scope="module")
-def shards(course, submitted, tmp_path_factory):
-    """Course copies, each autograded by nbgrader for its share of the sample students."""
-    roots = []
-    for i in range(SHARDS):
-        root = tmp_path_factory.mktemp(f"shard{i}")
-        shutil.copytree(course / "source", root / "source")
-        shutil.copy(course / "nbgrader_config.py", root)
-        roots.append(root)
-    students = sorted({s.student for s in NBGRADER_SCENARIOS})
-    share = {student: roots[i % SHARDS] for i, student in enumerate(students)}
-    jobs = [_autograde_shard(root, [s for s in NBGRADER_SCENARIOS if share[s.student] == root], submitted)
-            for root in roots]
-    for job in jobs:
-        _, err = job.communicate()
-        assert job.returncode == 0, err
-    return share
+    done = subprocess.run(["bash", "-c", script], cwd=course, env=tool_env(),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "database is locked" not in done.stderr, done.stderr
+    return {s.student: course for s in NBGRADER_SCENARIOS}
 
 
 @pytest.fixture(scope="module")
