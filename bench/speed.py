@@ -1,6 +1,7 @@
 """Print where grading time goes; every figure is measured in this one run.
 
     python bench/speed.py [--n 12] [--repeat 3] [--class-size 200] [--nbgrader 01_linear_algebra ...]
+    python bench/speed.py --nbgrader-only [--n 12] [--nbgrader 01_linear_algebra ...]
 
 * `import torch`: `python -c "import torch"`, the least any grader that runs torch pays.
 * cold start: `python -m autograder grade NOTEBOOK --json`, one process for one notebook
@@ -19,9 +20,11 @@
   of one more notebook, start-up excluded: the time from the first chunk's results to the last
   result, per notebook graded in between (result files' times); the median of --repeat runs.
 * batch: a class of --class-size notebooks (all assignments) on every core, start-up included.
-* nbgrader: `nbgrader autograde` with this course's config on the N notebooks of the
-  assignments given by --nbgrader, with the jailed kernel executing the notebook and with
-  `execute=False`; its ratio to the marginal cost.
+* nbgrader: `nbgrader autograde` on the N notebooks of the assignments given by --nbgrader, per
+  notebook: nbgrader alone (stock: no pack preprocessors, an unjailed kernel), this course's
+  config one notebook at a time (serial), on every core (parallel, the default), and on every
+  core with `execute=False`; ratios to serial and stock, and to the marginal cost.
+  `--nbgrader-only` prints only these.
 
 Sample submissions (samples/*.toml) are cycled, leaving out the hostile ones (the in-process
 floor would run them with this script's rights). One run on a loaded machine moves every
@@ -50,10 +53,10 @@ def _env() -> dict:
             "PYTHONPATH": str(ROOT)}
 
 
-def _timed(command: list[str], cwd: Path = ROOT) -> float:
+def _timed(command: list[str], cwd: Path = ROOT, env: dict[str, str] | None = None) -> float:
     started = time.monotonic()
-    subprocess.run(command, cwd=cwd, env=_env(), check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run(command, cwd=cwd, env={**_env(), **(env or {})}, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.monotonic() - started
 
 
@@ -182,18 +185,42 @@ def marginal(folder: Path, work: Path, repeat: int) -> tuple[float, dict]:
     return statistics.median(figures), scores
 
 
-def nbgrader(assignment: str, submitted: Path, work: Path, execute: bool) -> float:
-    course = work / f"course-{assignment}-{execute}"
+NBGRADER_MODES = {
+    "stock": "nbgrader alone (its own preprocessors, an unjailed kernel), one notebook at a time",
+    "serial": "this course's config, one notebook at a time (AUTOGRADER_NBGRADER_JOBS=1)",
+    "parallel": "this course's config (on every core)",
+    "execute=False": "this course's config with execute=False (on every core)",
+}
+
+
+def nbgrader(assignment: str, submitted: Path, work: Path, mode: str) -> float:
+    """Seconds of one `nbgrader autograde` of the notebooks in `submitted`, in a fresh course."""
+    course = work / f"course-{assignment}-{mode}"
     shutil.copytree(ROOT / "source" / assignment, course / "source" / assignment)
     config = (ROOT / "nbgrader_config.py").read_text()
-    if not execute:
+    if mode == "stock":
+        config = "c = get_config()  # noqa: F821\nc.CourseDirectory.course_id = 'bench'\n"
+    if mode == "execute=False":
         config = config.replace("autograde_preprocessors(execute=True)",
                                 "autograde_preprocessors(execute=False)")
         assert "execute=False" in config, "nbgrader_config.py no longer says execute=True"
     (course / "nbgrader_config.py").write_text(config)
     shutil.copytree(submitted, course / "submitted")
     _timed(["nbgrader", "generate_assignment", assignment, "--force", "--log-level=ERROR"], course)
-    return _timed(["nbgrader", "autograde", assignment, "--log-level=ERROR"], course)
+    env = {"AUTOGRADER_NBGRADER_JOBS": "1"} if mode == "serial" else {}
+    return _timed(["nbgrader", "autograde", assignment, "--log-level=ERROR"], course, env)
+
+
+def nbgrader_figures(assignment: str, submitted: Path, work: Path, n: int,
+                     marginal_s: float | None = None) -> None:
+    """Print every NBGRADER_MODES figure for the n notebooks in `submitted`."""
+    seconds = {mode: nbgrader(assignment, submitted, work, mode) / n for mode in NBGRADER_MODES}
+    for mode, what in NBGRADER_MODES.items():
+        s = seconds[mode]
+        versus = "" if mode in ("stock", "serial") else (
+            f", {seconds['serial'] / s:.1f}x faster than serial, {seconds['stock'] / s:.1f}x than stock")
+        against = f", {s / marginal_s:.0f}x the marginal cost" if marginal_s else ""
+        print(f"  nbgrader autograde, {mode:13} {s:6.2f} s per notebook{versus}{against}  ({what})")
 
 
 def main() -> None:
@@ -205,7 +232,18 @@ def main() -> None:
     parser.add_argument("--assignments", nargs="*", help="default: all")
     parser.add_argument("--nbgrader", nargs="*", default=["01_linear_algebra", "06_putting_it_together"],
                         help="assignments to run nbgrader autograde on (none: skip)")
+    parser.add_argument("--nbgrader-only", action="store_true",
+                        help="only the nbgrader figures, on N notebooks of each --nbgrader assignment")
     args = parser.parse_args()
+    if args.nbgrader_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            print(f"{len(os.sched_getaffinity(0))} cores, load average {os.getloadavg()[0]:.1f}; "
+                  f"N = {args.n}")
+            for a in args.nbgrader or []:
+                print(a)
+                _write_class(Path(tmp) / a / "n", a, args.n)
+                nbgrader_figures(a, Path(tmp) / a / "n", Path(tmp) / a, args.n)
+        return
     from autograder.course import ASSIGNMENTS
     assignments = args.assignments or [a for a in ASSIGNMENTS if ASSIGNMENTS[a].source.is_file()]
     n = args.n
@@ -238,12 +276,8 @@ def main() -> None:
                 least = _median([sys.executable, "-c", f"import torch, {', '.join(warm)}"])
                 print(f"  its children need {', '.join(warm)} too: `import torch, "
                       f"{', '.join(warm)}` {least:.2f} s, cold start {cold / least:.2f}x that")
-            for assignment in [a] if a in (args.nbgrader or []) else []:
-                for execute in (True, False):
-                    s = nbgrader(assignment, first, work, execute)
-                    what = "jailed kernel" if execute else "execute=False"
-                    print(f"  nbgrader autograde ({what}): {s / n:.2f} s per notebook ({s:.1f} s for {n}),"
-                          f" {s / n / m:.0f}x the marginal cost")
+            if a in (args.nbgrader or []):
+                nbgrader_figures(a, first, work, n, m)
         klass = work / "class"
         per = -(-args.class_size // len(assignments))
         count = 0
