@@ -23,11 +23,13 @@ saying what to install) unless the operator passes `--no-jail`.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -79,10 +81,11 @@ def _mkdirs(paths: list[Path]) -> list[str]:
 
 
 def bwrap_command(uid: int, root: bool, program: list[str] | None = None,
-                  writable: tuple[str, ...] = ()) -> list[str]:
+                  writable: tuple[str, ...] = (), env: dict[str, str] | None = None) -> list[str]:
     """The bubblewrap command line that runs `program` (default: the server) in the jail.
 
-    `writable` folders are bound read-write at their own path (a kernel's socket folder).
+    `writable` folders are bound read-write at their own path (a kernel's socket folder, or
+    the folder of the socket folders of the kernels the server forks); `env`: more variables.
     """
     prefixes = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).absolute()})
     package_binds = [PACKAGE / "__init__.py", PACKAGE / "jail"]
@@ -113,7 +116,7 @@ def bwrap_command(uid: int, root: bool, program: list[str] | None = None,
                 # install of `autograder` points at (another checkout sharing the venv)
                 "--setenv", "PYTHONPATH", str(PACKAGE.parent),
                 "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "OMP_NUM_THREADS", "1"]
-    for name, value in MALLOC.items():
+    for name, value in {**MALLOC, **(env or {})}.items():
         command += ["--setenv", name, value]
     if root:
         # bwrap run by root keeps no capabilities but these two, which setpriv spends at
@@ -174,6 +177,7 @@ class Jail:
         self._control: socket.socket | None = None
         self._fresh = False
         self._lock = threading.Lock()
+        self._kernels: str | None = None
 
     def start(self, warm: tuple[str, ...] = ()) -> None:
         """Start the server now (it imports torch, and `warm`, while the grader imports torch)."""
@@ -184,7 +188,9 @@ class Jail:
         fd = str(theirs.fileno())
         if self.jailed:
             check()
-            command = bwrap_command(uid(), os.geteuid() == 0) + [fd, *warm]
+            kernels = (self._kernels,) if self._kernels else ()
+            command = bwrap_command(uid(), os.geteuid() == 0, writable=kernels,
+                                    env={"AUTOGRADER_KERNELS": k for k in kernels}) + [fd, *warm]
             env = None
         else:
             command = [sys.executable, "-m", "autograder.jail.server", fd, *warm]
@@ -243,11 +249,41 @@ class Jail:
                 self.stop()
             return None
 
-    def status(self, pid: int) -> str:
-        """How child `pid` ended ("signal SIGKILL", "exit 3", "running", ...)."""
+    def status(self, pid: int, wait: float = 1.0) -> str:
+        """How child `pid` ended ("signal SIGKILL", "exit 3", "running", ...), waiting up to
+        `wait` seconds for it to end."""
         with self._lock:
-            reply = self._request({"op": "reap", "pid": pid})
+            reply = self._request({"op": "reap", "pid": pid, "wait": wait})
         return str(reply.get("status")) if reply else "unknown"
+
+    def kernel_folder(self) -> str:
+        """A folder bound into the jail at its own path, for the socket folders of the notebook
+        kernels the server forks (made once; a server started without it is restarted)."""
+        if self._kernels is None:
+            self._kernels = tempfile.mkdtemp(prefix="autograder-kernels-")
+            os.chmod(self._kernels, 0o755)  # the jail's uid reaches only its kernel's folder
+            atexit.register(self.close)
+            self.stop()
+        return self._kernels
+
+    def kernel(self, argv: list[str]) -> int | None:
+        """Fork a notebook kernel in the jail (autograder/jail/notebook_kernel.py `forked`) on the
+        connection file argv names, in kernel_folder(); its pid in the jail, None on failure."""
+        with self._lock:
+            reply = self._request({"op": "kernel", "argv": argv}, timeout=SERVER_START)
+        return reply["pid"] if reply and isinstance(reply.get("pid"), int) else None
+
+    def signal(self, pid: int, signum: int) -> None:
+        """Send a signal to a process the server forked."""
+        with self._lock:
+            self._request({"op": "signal", "pid": pid, "signum": int(signum)})
+
+    def close(self) -> None:
+        """Stop the server and remove the kernels' folder."""
+        self.stop()
+        if self._kernels:
+            shutil.rmtree(self._kernels, ignore_errors=True)
+            self._kernels = None
 
     def reset(self) -> None:
         """Kill every learner process and empty the scratch directory (or restart the jail)."""
@@ -279,6 +315,12 @@ def jail() -> Jail:
     if _jail is None:
         _jail = Jail(jailed=_jailed and os.environ.get("AUTOGRADER_NO_JAIL") != "1")
     return _jail
+
+
+def close() -> None:
+    """Stop this process's jailed server, if it has one, and remove what it made."""
+    if _jail is not None:
+        _jail.close()
 
 
 def warm_up(warm: tuple[str, ...] = ()) -> None:

@@ -121,6 +121,8 @@ def install(config=None) -> None:
                     os.close(watch_write)
                     code = 1 if _worker(self, serial, taken, os.getppid(), watch_read) else 0
                 finally:
+                    from autograder import jailer
+                    jailer.close()  # os._exit runs no atexit handler
                     sys.stdout.flush(), sys.stderr.flush()
                     os._exit(code)
             children.append(pid)

@@ -32,11 +32,16 @@ from __future__ import annotations
 import copy
 import os
 import shutil
+import signal
+import subprocess
 import tempfile
+import time
+import uuid
 from pathlib import Path
 
 import nbformat
 from jupyter_client.manager import AsyncKernelManager
+from jupyter_client.provisioning import LocalProvisioner
 from nbclient.util import run_sync
 from nbformat.v4 import new_output
 from nbgrader.api import MissingEntry
@@ -163,11 +168,82 @@ def _outputs(function: str, tests, points: float, error: str) -> list:
             new_output("execute_result", data={"text/plain": f"{score:g}"}, execution_count=None)]
 
 
+def _warm() -> bool:
+    """Whether kernels are forked from the jailed server (AUTOGRADER_WARM_KERNEL=0: each kernel
+    is a fresh Python in a jail of its own, which pays for start-up and `import torch`)."""
+    return os.environ.get("AUTOGRADER_WARM_KERNEL", "1") != "0" and jailer.jail().jailed
+
+
+class _ForkedKernel:
+    """The process handle jupyter_client's LocalProvisioner keeps (Popen's poll, wait, signals)
+    for a kernel the jailed server forked: its pid is the jail's, so everything goes through the
+    server, which can reach only its own jail."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, jail, pid: int):
+        self.jail, self.pid, self.returncode = jail, pid, None
+
+    def poll(self):
+        if self.returncode is None:
+            status = self.jail.status(self.pid, wait=0)
+            if status == "running":
+                return None
+            kind, _, value = status.partition(" ")
+            self.returncode = (int(value) if kind == "exit" else
+                               -getattr(signal, value, signal.SIGKILL) if kind == "signal" else
+                               -signal.SIGKILL)  # gone with the server or the jail
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("notebook kernel", timeout)
+            time.sleep(0.05)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            self.jail.signal(self.pid, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+
+class _ForkedKernelProvisioner(LocalProvisioner):
+    """jupyter_client's local provisioner, but the kernel is forked by the jailed server, which has
+    imported torch, matplotlib and ipykernel once: no start-up paid per notebook. The jail is
+    reset first (every process the last notebook or its grading left killed, the scratch folder
+    emptied), so nothing of another learner is there."""
+
+    async def launch_kernel(self, cmd, **kwargs):
+        jail = jailer.jail()
+        jail.reset()
+        pid = jail.kernel(["-f", self.parent.connection_file])
+        if pid is None:
+            raise RuntimeError("the jailed server could not start the notebook's kernel")
+        self.process = _ForkedKernel(jail, pid)
+        self.pid, self.pgid, self.cwd = pid, None, None
+        return self.connection_info
+
+
 class JailedKernelManager(AsyncKernelManager):
-    """A kernel in the grader's jail, reached over Unix sockets in a private folder (no network)."""
+    """A kernel in the grader's jail, reached over Unix sockets in a private folder (no network):
+    forked from the grader's warm jailed server (`_ForkedKernelProvisioner`), or with
+    AUTOGRADER_WARM_KERNEL=0 started in a jail of its own."""
 
     async def _async_pre_start_kernel(self, **kw):
-        self._socket_dir = tempfile.mkdtemp(prefix="autograder-kernel-")
+        if _warm():
+            self._socket_dir = tempfile.mkdtemp(prefix="kernel-", dir=jailer.jail().kernel_folder())
+            self.kernel_id = self.kernel_id or str(uuid.uuid4())
+            self.provisioner = _ForkedKernelProvisioner(
+                kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self)
+        else:
+            self._socket_dir = tempfile.mkdtemp(prefix="autograder-kernel-")
         self.transport = "ipc"
         self.connection_file = str(Path(self._socket_dir) / "kernel.json")
         self.ip = str(Path(self._socket_dir) / "kernel-ipc")

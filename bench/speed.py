@@ -21,9 +21,11 @@
   result, per notebook graded in between (result files' times); the median of --repeat runs.
 * batch: a class of --class-size notebooks (all assignments) on every core, start-up included.
 * nbgrader: `nbgrader autograde` on the N notebooks of the assignments given by --nbgrader, per
-  notebook: nbgrader alone (stock: no pack preprocessors, an unjailed kernel), this course's
-  config one notebook at a time (serial), on every core (parallel, the default), and on every
-  core with `execute=False`; ratios to serial and stock, and to the marginal cost.
+  notebook (start-up included): nbgrader alone (stock: no pack preprocessors, an unjailed
+  kernel), this course's config one notebook at a time with a fresh jailed kernel each (fresh
+  serial: the course's autograde before it forked workers and kernels), one at a time with
+  kernels forked warm, as it is (parallel), and with `execute=False`; ratios to fresh serial
+  and stock, and to the marginal cost.
   `--nbgrader-only` prints only these.
 
 Sample submissions (samples/*.toml) are cycled, leaving out the hostile ones (the in-process
@@ -186,11 +188,17 @@ def marginal(folder: Path, work: Path, repeat: int) -> tuple[float, dict]:
 
 
 NBGRADER_MODES = {
-    "stock": "nbgrader alone (its own preprocessors, an unjailed kernel), one notebook at a time",
-    "serial": "this course's config, one notebook at a time (AUTOGRADER_NBGRADER_JOBS=1)",
-    "parallel": "this course's config (on every core)",
-    "execute=False": "this course's config with execute=False (on every core)",
+    "stock": ("nbgrader alone (its own preprocessors, an unjailed kernel), one notebook at a time",
+              {}),
+    "fresh serial": ("this course's config, one notebook at a time, a fresh jailed kernel each",
+                     {"AUTOGRADER_NBGRADER_JOBS": "1", "AUTOGRADER_WARM_KERNEL": "0"}),
+    "warm serial": ("this course's config, one notebook at a time, kernels forked warm",
+                    {"AUTOGRADER_NBGRADER_JOBS": "1"}),
+    "parallel": ("this course's config as it is: on every core, kernels forked warm", {}),
+    "execute=False": ("this course's config with execute=False (on every core)", {}),
 }
+"""mode -> (what it is, environment). "fresh serial" is this course's autograde before it
+forked workers and warm kernels."""
 
 
 def nbgrader(assignment: str, submitted: Path, work: Path, mode: str) -> float:
@@ -207,18 +215,19 @@ def nbgrader(assignment: str, submitted: Path, work: Path, mode: str) -> float:
     (course / "nbgrader_config.py").write_text(config)
     shutil.copytree(submitted, course / "submitted")
     _timed(["nbgrader", "generate_assignment", assignment, "--force", "--log-level=ERROR"], course)
-    env = {"AUTOGRADER_NBGRADER_JOBS": "1"} if mode == "serial" else {}
-    return _timed(["nbgrader", "autograde", assignment, "--log-level=ERROR"], course, env)
+    return _timed(["nbgrader", "autograde", assignment, "--log-level=ERROR"], course,
+                  NBGRADER_MODES[mode][1])
 
 
 def nbgrader_figures(assignment: str, submitted: Path, work: Path, n: int,
                      marginal_s: float | None = None) -> None:
     """Print every NBGRADER_MODES figure for the n notebooks in `submitted`."""
     seconds = {mode: nbgrader(assignment, submitted, work, mode) / n for mode in NBGRADER_MODES}
-    for mode, what in NBGRADER_MODES.items():
+    for mode, (what, _) in NBGRADER_MODES.items():
         s = seconds[mode]
-        versus = "" if mode in ("stock", "serial") else (
-            f", {seconds['serial'] / s:.1f}x faster than serial, {seconds['stock'] / s:.1f}x than stock")
+        versus = "" if mode in ("stock", "fresh serial") else (
+            f", {seconds['fresh serial'] / s:.1f}x faster than fresh serial, "
+            f"{seconds['stock'] / s:.1f}x than stock")
         against = f", {s / marginal_s:.0f}x the marginal cost" if marginal_s else ""
         print(f"  nbgrader autograde, {mode:13} {s:6.2f} s per notebook{versus}{against}  ({what})")
 

@@ -1,6 +1,7 @@
-"""`nbgrader autograde` on every core (autograder/nbgrader_parallel.py) grades as nbgrader's own
-one-after-another loop does: the same gradebook rows and the same feedback HTML; and a `kill -9`
-of nbgrader's process alone leaves nothing of the run behind."""
+"""`nbgrader autograde` on every core (autograder/nbgrader_parallel.py), with kernels forked from
+the warm jailed server (nbgrader_plugin `_ForkedKernelProvisioner`), grades as nbgrader's own
+one-after-another loop with a freshly started jailed kernel per notebook: the same gradebook rows
+and the same feedback HTML; and a `kill -9` of nbgrader's process alone leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -52,49 +53,63 @@ def _rows(root: Path) -> dict:
     return out
 
 
+FRESH_KERNEL_NOISE = re.compile(
+    r'\s*<div class="output_wrapper">\s*<div class="output">\s*<div class="output_area">\s*'
+    r'<div class="prompt"></div>\s*<div class="output_subarea output_stream output_stderr '
+    r'output_text">\s*<pre>Fontconfig error: [^<]*</pre>\s*</div>\s*</div>\s*</div>\s*</div>')
+"""What a kernel started afresh in the jail prints into the first cell that imports pyplot (a
+font cache it cannot find); a kernel forked from the warm server imported pyplot there."""
+
+
 def _feedback(root: Path) -> dict[str, str]:
-    """The feedback HTML of every submission, without what differs from run to run: timestamps
-    and the addresses of objects the notebook prints (`<UnbindBackward0 object at 0x7f...>`)."""
+    """The feedback HTML of every submission, without what differs from run to run: timestamps,
+    the addresses of objects the notebook prints (`<UnbindBackward0 object at 0x7f...>`), and a
+    freshly started kernel's FRESH_KERNEL_NOISE."""
     def steady(text: str) -> str:
+        text = FRESH_KERNEL_NOISE.sub("", text)
         text = re.sub(r"\d{4}-\d\d-\d\d[ T][\d:.]+( ?[A-Z]{3,4})?", "", text)
         return re.sub(r" at 0x[0-9a-f]+", " at 0x", text)
     return {str(p.relative_to(root)): steady(p.read_text())
             for p in sorted((root / "feedback").glob("*/*/*.html"))}
 
 
-def _grade(root: Path, jobs: int) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
-    """`nbgrader autograde` of every assignment with `jobs` workers, then generate_feedback."""
-    env = {**tool_env(), "AUTOGRADER_NBGRADER_JOBS": str(jobs)}
+def _grade(root: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, ...]:
+    """`nbgrader autograde` of every assignment, then generate_feedback."""
+    env = {**tool_env(), **env}
     return tuple(subprocess.run(["nbgrader", *step, "*", f"--log-level={level}"], cwd=root,
                                 env=env, capture_output=True, text=True)
                  for step, level in ((["autograde"], "INFO"), (["generate_feedback"], "ERROR")))
 
 
-def test_parallel_autograde_grades_as_nbgrader_alone(course, submitted, tmp_path):
-    """The same gradebook rows and feedback HTML with 3 workers as with nbgrader's own loop; a
-    submission nbgrader cannot read (not JSON) is logged, the others are graded, and the run
-    ends with nbgrader's error, in both."""
-    roots = {jobs: _course(tmp_path / f"jobs{jobs}", course, submitted) for jobs in (1, 3)}
+def test_parallel_warm_autograde_grades_as_one_fresh_kernel_at_a_time(course, submitted, tmp_path):
+    """The same gradebook rows and feedback HTML with 3 workers and kernels forked from the warm
+    jailed server as with nbgrader's own loop and a fresh jailed kernel per notebook; a submission
+    nbgrader cannot read (not JSON) is logged, the others are graded, and the run ends with
+    nbgrader's error, in both."""
+    runs = {"today": {"AUTOGRADER_NBGRADER_JOBS": "1", "AUTOGRADER_WARM_KERNEL": "0"},
+            "new": {"AUTOGRADER_NBGRADER_JOBS": "3"}}
+    roots = {run: _course(tmp_path / run, course, submitted) for run in runs}
     for root in roots.values():
         broken = root / "submitted" / "broken" / "01_linear_algebra"
         broken.mkdir(parents=True)
         (broken / "linear_algebra.ipynb").write_text("{ not a notebook")
-    done = {jobs: _grade(root, jobs) for jobs, root in roots.items()}
-    for jobs, (autograde, feedback) in done.items():
-        assert autograde.returncode != 0 and "for student 'broken'" in autograde.stderr, jobs
+    done = {run: _grade(roots[run], env) for run, env in runs.items()}
+    for run, (autograde, feedback) in done.items():
+        assert autograde.returncode != 0 and "for student 'broken'" in autograde.stderr, run
         assert "database is locked" not in autograde.stderr
         assert feedback.returncode == 0, feedback.stderr[-3000:]
-    assert "7 submissions in 3 worker processes" in done[3][0].stderr
-    assert "worker processes" not in done[1][0].stderr
-    rows = _rows(roots[1])
+    assert "7 submissions in 3 worker processes" in done["new"][0].stderr
+    assert "worker processes" not in done["today"][0].stderr
+    rows = _rows(roots["today"])
     graded = {(a, s) for a, s, _ in rows}
     assert graded == {(a, s) for a, students in STUDENTS.items() for s in students} | {
         ("01_linear_algebra", "broken")}   # a submission row, no score
     assert sum(v[0] or 0 for k, v in rows.items() if not k[2].startswith("comment")) > 0
-    assert rows == _rows(roots[3])
-    feedback = _feedback(roots[1])
+    assert rows == _rows(roots["new"])
+    feedback = _feedback(roots["today"])
     assert len(feedback) == sum(map(len, STUDENTS.values()))
-    assert feedback == _feedback(roots[3])
+    assert all("<img" in html for html in feedback.values()), "the notebooks' figures are shown"
+    assert feedback == _feedback(roots["new"])
 
 
 def test_kill_9_of_parallel_autograde_leaves_no_process_behind(course, submitted, tmp_path):
@@ -109,10 +124,11 @@ def test_kill_9_of_parallel_autograde_leaves_no_process_behind(course, submitted
     seen: dict[int, str] = {}
     try:
         deadline = time.monotonic() + 300
-        while True:  # until both workers run a jailed kernel
+        while True:  # until both workers' jailed servers have forked a learner's kernel
             seen = descendants([first.pid])
-            kernels = [p for p in seen if "autograder.jail.notebook_kernel" in cmdline(p)
-                       and not cmdline(p).startswith("bwrap")]
+            servers = {p for p in seen if "autograder.jail.server" in cmdline(p)
+                       and not cmdline(p).startswith("bwrap")}
+            kernels = [p for p in seen if (proc_stat(p) or ("", 0))[1] in servers]
             if len(kernels) >= 2:
                 break
             assert first.poll() is None, "autograde ended before its workers ran kernels"

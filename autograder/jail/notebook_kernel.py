@@ -36,5 +36,28 @@ def main(argv: list[str]) -> None:
     app.start()
 
 
+WARM = ("ipykernel.kernelapp", "matplotlib_inline.backend_inline")
+"""What the jailed server imports before it forks the first kernel (once per server)."""
+
+
+def forked(argv: list[str]) -> None:
+    """The kernel, in a process forked from the jailed server (torch and matplotlib imported
+    there already): as `main`, with figures shown inline as a freshly started kernel shows them
+    (the server chose the Agg backend before ipykernel could ask for the inline one)."""
+    from ipykernel.kernelapp import IPKernelApp
+    sys.argv = [__file__, *argv]  # as a kernel started afresh sees it, not the server's
+    app = IPKernelApp.instance()
+    try:
+        app.initialize(argv)
+        import matplotlib.pyplot
+        from matplotlib_inline import backend_inline
+        matplotlib.pyplot.switch_backend("module://matplotlib_inline.backend_inline")
+        backend_inline._enable_matplotlib_integration()
+    finally:
+        from autograder.jail.child import bound
+        bound(MEMORY, CPU_SECONDS, PROCESSES, FILE_BYTES)
+    app.start()
+
+
 if __name__ == "__main__":
     main(sys.argv[1:])

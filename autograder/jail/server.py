@@ -9,7 +9,12 @@ socket FD (one JSON message per datagram):
   that talks to the grader over that socket; reply `{"pid": ...}`;
 * `{"op": "reap", "pid": p}`: how child p ended (waits up to a second);
 * `{"op": "reset"}`: kill every process of the jail but this one, empty the
-  scratch directory; reply `{"done": true}` once nothing is left.
+  scratch directory; reply `{"done": true}` once nothing is left;
+* `{"op": "kernel", "argv": [...]}`: fork the learner's notebook kernel (nbgrader's feedback
+  run: `notebook_kernel.forked`, ipykernel with a grading child's limits) on the connection
+  file that argv names, in AUTOGRADER_KERNELS (bound into the jail); reply `{"pid": ...}`;
+* `{"op": "signal", "pid": p, "signum": n}`: signal a child (a kernel's interrupt or kill);
+  `{"op": "reap", "pid": p, "wait": 0}` polls without waiting.
 
 The server never receives learner code (the child does, over its own
 socket), so no child inherits another learner's cells in its memory.
@@ -77,6 +82,8 @@ PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 SCRATCH = os.environ.get("AUTOGRADER_SCRATCH", "")
 """The learner's writable directory, emptied between children ("" when not jailed)."""
+KERNELS = os.environ.get("AUTOGRADER_KERNELS", "")
+"""The folder of the kernels' socket folders (bound into the jail; never emptied here)."""
 
 
 def _status(pid: int, wait: float) -> str:
@@ -149,6 +156,8 @@ def _empty(folder: str) -> None:
 
     for name in os.listdir(folder):
         path = os.path.join(folder, name)
+        if KERNELS and os.path.abspath(path) == os.path.abspath(KERNELS):
+            continue  # a mount of the grader's (its socket folders are the grader's to remove)
         try:
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, onerror=unlock)
@@ -216,8 +225,26 @@ def main(fd: int) -> None:
             for f in fds:
                 os.close(f)
             reply = {"pid": pid}
+        elif op == "kernel":
+            from autograder.jail import notebook_kernel
+            _import(notebook_kernel.WARM)
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                os.setsid()
+                try:
+                    notebook_kernel.forked([str(a) for a in request.get("argv", [])])
+                finally:
+                    os._exit(3)
+            reply = {"pid": pid}
+        elif op == "signal":
+            try:
+                os.kill(int(request["pid"]), int(request["signum"]))
+                reply = {"done": True}
+            except (OSError, ValueError, KeyError) as error:
+                reply = {"error": str(error)}
         elif op == "reap":
-            reply = {"status": _status(int(request["pid"]), 1.0)}
+            reply = {"status": _status(int(request["pid"]), float(request.get("wait", 1.0)))}
         elif op == "reset":
             if jailed:
                 _reset()
