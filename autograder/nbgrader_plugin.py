@@ -8,8 +8,10 @@ Registered in `nbgrader_config.py`:
   and writes every hidden-test cell's outputs: the messages, and the score as
   the cell's partial credit. Whatever the learner's kernel printed, patched or
   returned in those cells is thrown away, so it cannot change the number.
-* `JailedExecute` runs the notebook for the feedback in a kernel started
-  through the same jail (no network, read-only files, an unprivileged uid),
+* `JailedExecute` runs the notebook for the feedback in a kernel forked by the
+  grader's warm jailed server (`_ForkedKernelProvisioner`; or, with
+  AUTOGRADER_WARM_KERNEL=0, started afresh in a jail of its own: no network,
+  read-only files, an unprivileged uid),
   with a grading child's limits (memory, CPU seconds, processes, file size;
   `autograder/jail/notebook_kernel.py`), unable to write to its socket folder
   once its sockets exist, and with what it prints capped per cell; it never
