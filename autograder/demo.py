@@ -42,7 +42,7 @@ def demo(assignments: list[str] | None = None, jobs: int | None = None, every: b
     for s in scenarios:
         print(f"  {s.assignment}/{s.student}: {s.about}")
 
-    _step("nbgrader autograde (scores go to gradebook.db; about 10 s per notebook)")
+    _step("nbgrader autograde (scores go to gradebook.db; on every core)")
     start = time.perf_counter()
     for assignment in chosen:
         count = sum(s.assignment == assignment for s in scenarios)

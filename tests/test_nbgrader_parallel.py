@@ -21,11 +21,10 @@ from autograder.build import tool_env
 from conftest import alive, cmdline, descendants, proc_stat
 from test_grader_death import GONE_WITHIN, _kill, _marked
 
-STUDENTS = {"01_linear_algebra": ["solution", "unanswered", "bias_column", "kills_process",
-                                  "forge_sys_modules"],
+STUDENTS = {"01_linear_algebra": ["solution", "unanswered", "kills_process", "forge_sys_modules"],
             "04_computational_graph": ["graph_nodes_default_seen"]}
-"""A right answer, none, a wrong one, learner code that kills its process, state kept between
-calls, a flagged forgery attempt: over two assignments, more submissions than workers."""
+"""A right answer, none, learner code that kills its process, a flagged forgery attempt, state
+kept between calls: over two assignments, more submissions than workers."""
 
 pytestmark = pytest.mark.early
 
@@ -63,10 +62,12 @@ font cache it cannot find); a kernel forked from the warm server imported pyplot
 
 def _feedback(root: Path) -> dict[str, str]:
     """The feedback HTML of every submission, without what differs from run to run: timestamps,
-    the addresses of objects the notebook prints (`<UnbindBackward0 object at 0x7f...>`), and a
-    freshly started kernel's FRESH_KERNEL_NOISE."""
+    the addresses of objects the notebook prints (`<UnbindBackward0 object at 0x7f...>`), a
+    freshly started kernel's FRESH_KERNEL_NOISE, and execution counts (a kernel that kills
+    itself in a cell may or may not have sent that cell's count first, forked or fresh)."""
     def steady(text: str) -> str:
         text = FRESH_KERNEL_NOISE.sub("", text)
+        text = re.sub(r"(In|Out)\s*\[\s*\d*\s*\]:", r"\1 [ ]:", text)
         text = re.sub(r"\d{4}-\d\d-\d\d[ T][\d:.]+( ?[A-Z]{3,4})?", "", text)
         return re.sub(r" at 0x[0-9a-f]+", " at 0x", text)
     return {str(p.relative_to(root)): steady(p.read_text())
@@ -98,7 +99,7 @@ def test_parallel_warm_autograde_grades_as_one_fresh_kernel_at_a_time(course, su
         assert autograde.returncode != 0 and "for student 'broken'" in autograde.stderr, run
         assert "database is locked" not in autograde.stderr
         assert feedback.returncode == 0, feedback.stderr[-3000:]
-    assert "7 submissions in 3 worker processes" in done["new"][0].stderr
+    assert "6 submissions in 3 worker processes" in done["new"][0].stderr
     assert "worker processes" not in done["today"][0].stderr
     rows = _rows(roots["today"])
     graded = {(a, s) for a, s, _ in rows}
