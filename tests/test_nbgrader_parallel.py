@@ -26,6 +26,8 @@ STUDENTS = {"01_linear_algebra": ["solution", "unanswered", "kills_process", "fo
 """A right answer, none, learner code that kills its process, a flagged forgery attempt, state
 kept between calls: over two assignments, more submissions than workers."""
 
+A1 = "01_linear_algebra"
+
 pytestmark = pytest.mark.early
 
 
@@ -116,10 +118,13 @@ def test_parallel_warm_autograde_grades_as_one_fresh_kernel_at_a_time(course, su
 def test_kill_9_of_parallel_autograde_leaves_no_process_behind(course, submitted, tmp_path):
     """kill -9 of nbgrader's own process (not its group) while its workers run learner code:
     workers, their jailed kernels and grader servers are gone within seconds."""
-    root = _course(tmp_path / "course", course, submitted)
+    root = tmp_path / "course"
+    shutil.copytree(course, root)
+    for student in (f"s{i}" for i in range(8)):  # one assignment: to its kernels sooner
+        shutil.copytree(submitted / "solution" / A1, root / "submitted" / student / A1)
     mark = uuid.uuid4().hex
     env = {**tool_env(), "AUTOGRADER_NBGRADER_JOBS": "2", "AUTOGRADER_TEST_RUN": mark}
-    first = subprocess.Popen(["nbgrader", "autograde", "*", "--log-level=ERROR"], cwd=root, env=env,
+    first = subprocess.Popen(["nbgrader", "autograde", A1, "--log-level=ERROR"], cwd=root, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                              start_new_session=True)
     seen: dict[int, str] = {}
