@@ -8,9 +8,11 @@ worker's own. Modules marked `pytest.mark.early` (a set-up of minutes) are hande
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -137,6 +139,51 @@ def alive(processes: dict[int, str]) -> dict[int, str]:
         if st and st[2] == start and st[0] != "Z":
             out[pid] = cmdline(pid)[:120]
     return out
+
+
+GONE_WITHIN = 3.0
+"""Seconds after a `kill -9` of a grader by which no process of its run may be left."""
+
+
+def marked(mark: str) -> dict[int, str]:
+    """Processes whose environment carries a run's mark, AUTOGRADER_TEST_RUN=mark (what the
+    grader started outside the jail, even a process started after the descendants were listed)."""
+    out = {}
+    needle = f"AUTOGRADER_TEST_RUN={mark}".encode()
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        st = proc_stat(pid)
+        if st and needle in environ.split(b"\0"):
+            out[pid] = st[2]
+    return out
+
+
+def kill_all(processes: dict[int, str]) -> None:
+    for pid in alive(processes):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def wait_until_gone(seen: dict[int, str], mark: str, since: float,
+                    within: float = GONE_WITHIN) -> None:
+    """Fail unless every process of a killed run is gone within `within` seconds of `since`: what
+    was `seen` (updated in place), what carries the run's mark, and their descendants (a jail's
+    processes started after the kill, say)."""
+    while True:
+        seen.update(marked(mark))
+        seen.update(descendants(list(alive(seen))))
+        still = alive(seen)
+        if not still:
+            return
+        assert time.monotonic() - since < within, (
+            f"{len(still)} processes of the killed run still alive {within} s later: "
+            f"{json.dumps(still, indent=1)}")
+        time.sleep(0.05)
 
 
 class ProcessTree:

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -19,37 +18,11 @@ import pytest
 from autograder.build import tool_env
 from autograder.course import ASSIGNMENTS
 from autograder.samples import load_scenarios, submission_notebook
-from conftest import alive, cmdline, descendants, proc_stat
+from conftest import cmdline, descendants, kill_all, proc_stat, wait_until_gone
 
 A1 = "01_linear_algebra"
 CLASS = 10
 JOBS = 2
-GONE_WITHIN = 3.0
-"""Seconds after the kill by which no process of the run may be left."""
-
-
-def _marked(mark: str) -> dict[int, str]:
-    """Processes whose environment carries the run's mark (what the grader started outside the
-    jail, even a process started after the descendants were listed)."""
-    out = {}
-    needle = f"AUTOGRADER_TEST_RUN={mark}".encode()
-    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
-        try:
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
-            continue
-        st = proc_stat(pid)
-        if st and needle in environ.split(b"\0"):
-            out[pid] = st[2]
-    return out
-
-
-def _kill(processes: dict[int, str]) -> None:
-    for pid in alive(processes):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
 
 
 def _started(commands: dict[int, str], when: str) -> bool:
@@ -83,13 +56,6 @@ def test_kill_9_of_the_grader_alone_leaves_no_process_behind(tmp_path, jail, whe
         first = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
                                  stderr=stderr, start_new_session=True)
 
-    def left() -> dict[int, str]:
-        """What is alive of the run: what was seen, what the run's mark names, and their
-        descendants (a jail's processes started after the kill, say)."""
-        seen.update(_marked(mark))
-        seen.update(descendants(list(alive(seen))))
-        return alive(seen)
-
     try:
         deadline = time.monotonic() + 300
         while True:
@@ -109,13 +75,9 @@ def test_kill_9_of_the_grader_alone_leaves_no_process_behind(tmp_path, jail, whe
                  "server": any("autograder.jail.server" in c for c in commands.values()),
                  "bwrap": any(c.startswith("bwrap") for c in commands.values()) or not jail}
         assert all(kinds.values()), kinds
-        while still := left():
-            assert time.monotonic() - killed < GONE_WITHIN, (
-                f"{len(still)} processes of the killed run still alive {GONE_WITHIN} s later: "
-                f"{json.dumps(still, indent=1)}")
-            time.sleep(0.05)
+        wait_until_gone(seen, mark, killed)
     finally:
-        _kill(seen)
+        kill_all(seen)
         if first.poll() is None:
             os.killpg(first.pid, signal.SIGKILL)
             first.wait()

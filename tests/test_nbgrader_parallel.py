@@ -18,8 +18,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.build import tool_env
-from conftest import alive, cmdline, descendants, proc_stat
-from test_grader_death import GONE_WITHIN, _kill, _marked
+from conftest import cmdline, descendants, kill_all, proc_stat, wait_until_gone
 
 STUDENTS = {"01_linear_algebra": ["solution", "unanswered", "kills_process", "forge_sys_modules"],
             "04_computational_graph": ["graph_nodes_default_seen"]}
@@ -143,17 +142,9 @@ def test_kill_9_of_parallel_autograde_leaves_no_process_behind(course, submitted
         os.kill(first.pid, signal.SIGKILL)
         killed = time.monotonic()
         first.wait()
-        while True:
-            seen.update(_marked(mark))
-            seen.update(descendants(list(alive(seen))))
-            still = alive(seen)
-            if not still:
-                break
-            assert time.monotonic() - killed < GONE_WITHIN, (
-                f"{len(still)} processes of the killed run still alive: {still}")
-            time.sleep(0.05)
+        wait_until_gone(seen, mark, killed)
     finally:
-        _kill(seen)
+        kill_all(seen)
         if first.poll() is None:
             os.killpg(first.pid, signal.SIGKILL)
             first.wait()
