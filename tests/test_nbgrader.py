@@ -32,9 +32,9 @@ pytestmark = pytest.mark.early
 
 
 @pytest.fixture(scope="module")
-def shards(course, submitted):
-    """The course, autograded by nbgrader (on every core: autograder/nbgrader_parallel.py), as
-    student -> the course root that holds that student's grades."""
+def autograded(course, submitted):
+    """The course, every sample student autograded by nbgrader (on every core:
+    autograder/nbgrader_parallel.py)."""
     for s in NBGRADER_SCENARIOS:
         shutil.copytree(submitted / s.student / s.assignment,
                         course / "submitted" / s.student / s.assignment)
@@ -45,22 +45,15 @@ def shards(course, submitted):
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert done.returncode == 0, done.stderr
     assert "database is locked" not in done.stderr, done.stderr
-    return {s.student: course for s in NBGRADER_SCENARIOS}
+    return course
 
 
 @pytest.fixture(scope="module")
-def autograded(shards):
-    """The course copy holding the `unanswered` students."""
-    return shards["unanswered"]
-
-
-@pytest.fixture(scope="module")
-def gradebook_scores(shards):
-    """(student, assignment) -> {grade cell id: score}, read from nbgrader's gradebooks."""
+def gradebook_scores(autograded):
+    """(student, assignment) -> {grade cell id: score}, read from nbgrader's gradebook."""
     scores = defaultdict(dict)
-    for s in NBGRADER_SCENARIOS:
-        root = shards[s.student]
-        with Gradebook(f"sqlite:///{root}/gradebook.db") as gb:
+    with Gradebook(f"sqlite:///{autograded}/gradebook.db") as gb:
+        for s in NBGRADER_SCENARIOS:
             notebook = ASSIGNMENTS[s.assignment].notebook.removesuffix(".ipynb")
             sub = gb.find_submission_notebook(notebook, s.assignment, s.student)
             for grade in sub.grades:
@@ -78,12 +71,10 @@ def test_nbgrader_scores_equal_grader_scores(scenario, gradebook_scores, graded)
     assert theirs == dict(ours)
 
 
-def test_export_lists_every_student(shards):
-    rows = {}
-    for root in set(shards.values()):
-        run("nbgrader", "export", "--log-level=ERROR", cwd=root)
-        with open(root / "grades.csv") as f:
-            rows |= {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)}
+def test_export_lists_every_student(autograded):
+    run("nbgrader", "export", "--log-level=ERROR", cwd=autograded)
+    with open(autograded / "grades.csv") as f:
+        rows = {(r["student_id"], r["assignment"]): float(r["score"]) for r in csv.DictReader(f)}
     for s in NBGRADER_SCENARIOS:
         assert (s.student, s.assignment) in rows
 
@@ -109,15 +100,14 @@ def test_formgrader_shows_the_written_answers_mark_scheme(autograded):
     assert "**Rubric (2 points).**" in shown.source
 
 
-def test_flags_are_comments_on_the_flagged_cells(shards):
+def test_flags_are_comments_on_the_flagged_cells(autograded):
     """A flag of the grader (autograder/review.py) is the auto comment of that answer cell in
     nbgrader's gradebook, with the flagged line quoted; other cells keep nbgrader's comment."""
     flagged = [s for s in NBGRADER_SCENARIOS if s.flags]
     assert flagged, "the representative share holds a sample with flags"
     for s in flagged:
-        root = shards[s.student]
         cells = {f.split(":")[0] for f in s.flags}
-        with Gradebook(f"sqlite:///{root}/gradebook.db") as gb:
+        with Gradebook(f"sqlite:///{autograded}/gradebook.db") as gb:
             notebook = ASSIGNMENTS[s.assignment].notebook.removesuffix(".ipynb")
             sub = gb.find_submission_notebook(notebook, s.assignment, s.student)
             comments = {c.name: c.auto_comment or "" for c in sub.comments}
