@@ -4,7 +4,7 @@ nbgrader grades one submission after another in one process (it has had no paral
 since its issue 174). `install()`, called from nbgrader_config.py, replaces the autograde
 converter's loop over submissions by one that, once nbgrader has found them, forks `jobs`
 workers (default: every core this process may use; `AUTOGRADER_NBGRADER_JOBS=1` keeps nbgrader's
-own loop). Each worker takes the next submission from a queue and runs nbgrader's own loop on it
+own loop). Each worker takes the next submission not yet taken and runs nbgrader's own loop on it
 (sanitize, the jailed kernel, the trusted grades, the gradebook), with its own warm jailed grader
 server, so scores and feedback are those of a serial run.
 
@@ -12,7 +12,7 @@ server, so scores and feedback are those of a serial run.
   (`PRAGMA busy_timeout`) instead of failing with "database is locked"; every submission's rows
   are written by one worker, once.
 * An assignment that is in source/ but not yet in the gradebook is put there before the fork
-  (`gradebook_from_source`), so no two workers create it.
+  (`nbgrader_plugin.put_in_gradebook`), so no two workers create it.
 * Workers die with the nbgrader process however it ends (kill -9 too: PR_SET_PDEATHSIG and a
   pipe they watch), and the jailed kernels and servers under them die with them.
 * A failed submission is logged by its worker as nbgrader logs it (which submission, why); the

@@ -194,6 +194,23 @@ def _not_dumpable() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
+def _fork(control: socket.socket, jailed: bool, run) -> int:
+    """Fork a process, in a session of its own, that runs `run()` and never comes back to the
+    server's loop; return its pid."""
+    server = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        control.close()
+        os.setsid()
+        if not jailed:  # in the jail, the PID namespace ends with the server
+            _die_with(server)
+        try:
+            run()
+        finally:
+            os._exit(3)
+    return pid
+
+
 def main(fd: int) -> None:
     control = socket.socket(fileno=fd)
     jailed = bool(SCRATCH)
@@ -211,32 +228,15 @@ def main(fd: int) -> None:
         op = request.get("op")
         if op == "spawn":
             _import(request.get("warm", []))
-            server = os.getpid()
-            pid = os.fork()
-            if pid == 0:
-                control.close()
-                os.setsid()
-                if not jailed:  # in the jail, the PID namespace ends with the server
-                    _die_with(server)
-                try:
-                    child.main(fds[0], request["limits"])
-                finally:
-                    os._exit(3)
+            pid = _fork(control, jailed, lambda: child.main(fds[0], request["limits"]))
             for f in fds:
                 os.close(f)
             reply = {"pid": pid}
         elif op == "kernel":
             from autograder.jail import notebook_kernel
             _import(notebook_kernel.WARM)
-            pid = os.fork()
-            if pid == 0:
-                control.close()
-                os.setsid()
-                try:
-                    notebook_kernel.forked([str(a) for a in request.get("argv", [])])
-                finally:
-                    os._exit(3)
-            reply = {"pid": pid}
+            argv = [str(a) for a in request.get("argv", [])]
+            reply = {"pid": _fork(control, jailed, lambda: notebook_kernel.forked(argv))}
         elif op == "signal":
             try:
                 os.kill(int(request["pid"]), int(request["signum"]))
