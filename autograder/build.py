@@ -55,8 +55,10 @@ def _code(source: str) -> bool:
 
 
 def execute(nb: nbformat.NotebookNode, cwd: Path, timeout: int = 120) -> nbformat.NotebookNode:
-    NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(cwd)}}).execute()
+    # no execution timestamps, and stream output in one piece however it arrived: a rebuild
+    # changes only what the notebook shows
+    NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                   coalesce_streams=True, resources={"metadata": {"path": str(cwd)}}).execute()
     return nb
 
 
