@@ -156,10 +156,19 @@ class Assignment:
     contract asks, the stand-ins, the hidden tests' own computation): the jailed server imports
     them once, at start-up when it knows the assignment, instead of every child, and the grader
     imports them before the tests run (plugin.run_tests)."""
+    notebook_warm: tuple[str, ...] = ()
+    """Modules the notebook's own cells import lazily (its first torch.optim optimizer imports
+    torch._dynamo, 1.2-1.4 s): the jailed server that forks nbgrader's feedback kernels imports
+    them once, before its first kernel for this assignment, instead of every notebook."""
 
     @property
     def source(self) -> Path:
         return ROOT / "source" / self.id / self.notebook
+
+
+BUILDS_OPTIMIZERS = ("torch._dynamo",)
+"""`notebook_warm` of a notebook whose cells build torch.optim optimizers (its figures, its
+comparisons with PyTorch): the first optimizer imports torch._dynamo."""
 
 
 def _all(functions, names):
@@ -188,6 +197,7 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
             ("relu", "relu_derivative", "sigmoid", "sigmoid_derivative", "collapse_linear"),
             "write the formula yourself, with elementwise tensor operations (torch.exp, "
             "torch.where, comparisons such as z > 0)"),
+        notebook_warm=BUILDS_OPTIMIZERS,
     ),
     Assignment(
         "03_chain_rule", "chain_rule.ipynb",
@@ -219,6 +229,7 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
         banned_reason=dict.fromkeys(("sgd_step", "sgd_momentum_update"),
                                     "update the tensors yourself (p - lr * grad, with torch "
                                     "arithmetic), with no optimizer"),
+        notebook_warm=BUILDS_OPTIMIZERS,
     ),
     Assignment(
         "06_putting_it_together", "putting_it_together.ipynb", ("train_mlp", "layer_grad_norms"),
@@ -227,6 +238,7 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
         allowed={"train_mlp": BY_HAND | PRODUCTS | FORWARD_KERNELS},
         banned_reason={"train_mlp": "compute the gradients by the chain rule and update the "
                                     "parameters yourself (p - lr * grad_p), with no optimizer"},
+        notebook_warm=BUILDS_OPTIMIZERS,
     ),
     Assignment(
         "07_custom_autograd", "custom_autograd.ipynb",
@@ -239,6 +251,7 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
         # train_quantized and record_ops's reference build torch.optim optimizers, whose first
         # one imports it (1.2 s)
         warm=("torch._dynamo",),
+        notebook_warm=BUILDS_OPTIMIZERS,
     ),
 ]}
 

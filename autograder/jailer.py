@@ -266,11 +266,13 @@ class Jail:
             self.stop()
         return self._kernels
 
-    def kernel(self, argv: list[str]) -> int | None:
+    def kernel(self, argv: list[str], warm: tuple[str, ...] = ()) -> int | None:
         """Fork a notebook kernel in the jail (autograder/jail/notebook_kernel.py `forked`) on the
-        connection file argv names, in kernel_folder(); its pid in the jail, None on failure."""
+        connection file argv names, in kernel_folder(), once the server has imported the `warm`
+        modules; its pid in the jail, None on failure."""
         with self._lock:
-            reply = self._request({"op": "kernel", "argv": argv}, timeout=SERVER_START)
+            reply = self._request({"op": "kernel", "argv": argv, "warm": list(warm)},
+                                  timeout=SERVER_START)
         return reply["pid"] if reply and isinstance(reply.get("pid"), int) else None
 
     def signal(self, pid: int, signum: int) -> None:

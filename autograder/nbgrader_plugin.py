@@ -52,6 +52,7 @@ from nbgrader.preprocessors import (DeduplicateIds, Execute, NbGraderPreprocesso
 from traitlets import Bool
 
 from autograder import jailer
+from autograder.course import ASSIGNMENTS
 
 
 def _function(grade_id: str) -> str:
@@ -225,7 +226,7 @@ class _ForkedKernelProvisioner(LocalProvisioner):
     async def launch_kernel(self, cmd, **kwargs):
         jail = jailer.jail()
         jail.reset()
-        pid = jail.kernel(["-f", self.parent.connection_file])
+        pid = jail.kernel(["-f", self.parent.connection_file], getattr(self.parent, "warm", ()))
         if pid is None:
             raise RuntimeError("the jailed server could not start the notebook's kernel")
         self.process = _ForkedKernel(jail, pid)
@@ -316,6 +317,7 @@ class JailedExecute(Execute):
         kwargs.setdefault("kernel_manager_class", JailedKernelManager)
         super().__init__(*args, **kwargs)
         self._kept: dict[int, list] = {}
+        self._warm: tuple[str, ...] = ()
 
     async def async_start_new_kernel_client(self):
         kc = await super().async_start_new_kernel_client()
@@ -369,7 +371,15 @@ class JailedExecute(Execute):
             return None
         return out
 
+    def create_kernel_manager(self):
+        km = super().create_kernel_manager()
+        km.warm = self._warm
+        return km
+
     def preprocess(self, nb, resources, *args, **kwargs):
+        # the notebook's own lazy imports, made once in the server its kernels are forked from
+        found = ASSIGNMENTS.get((resources.get("nbgrader") or {}).get("assignment"))
+        self._warm = found.notebook_warm if found else ()
         try:
             return super().preprocess(nb, resources, *args, **kwargs)
         except Exception as error:  # noqa: BLE001 - DeadKernelError, timeouts, a broken kernel

@@ -14,16 +14,19 @@ import time
 import uuid
 from pathlib import Path
 
+import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
 from autograder.build import tool_env
+from autograder.course import ASSIGNMENTS
 from conftest import cmdline, descendants, kill_all, proc_stat, wait_until_gone
 
 STUDENTS = {"01_linear_algebra": ["solution", "unanswered", "kills_process", "forge_sys_modules"],
-            "04_computational_graph": ["graph_nodes_default_seen"]}
+            "05_gradient_descent": ["momentum_own_buffer"]}
 """A right answer, none, learner code that kills its process, a flagged forgery attempt, state
-kept between calls: over two assignments, more submissions than workers."""
+kept between calls (in a notebook whose kernels are forked with its `notebook_warm` imports):
+over two assignments, more submissions than workers."""
 
 A1 = "01_linear_algebra"
 
@@ -149,3 +152,12 @@ def test_kill_9_of_parallel_autograde_leaves_no_process_behind(course, submitted
             os.killpg(first.pid, signal.SIGKILL)
             first.wait()
     assert proc_stat(first.pid) is None or proc_stat(first.pid)[0] == "Z"
+
+
+def test_notebooks_that_build_optimizers_have_their_kernels_forked_with_torch_dynamo():
+    """A notebook that builds a torch.optim optimizer imports torch._dynamo (1.2-1.4 s) at the
+    first one: its assignment's `notebook_warm` says so, and the server imports it once."""
+    builds = re.compile(r"\boptim\.[A-Z]\w*\(")
+    for a in ASSIGNMENTS.values():
+        code = "\n".join(c.source for c in nbformat.read(a.source, 4).cells if c.cell_type == "code")
+        assert bool(builds.search(code)) == ("torch._dynamo" in a.notebook_warm), a.id

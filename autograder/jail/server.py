@@ -10,7 +10,8 @@ socket FD (one JSON message per datagram):
 * `{"op": "reap", "pid": p}`: how child p ended (waits up to a second);
 * `{"op": "reset"}`: kill every process of the jail but this one, empty the
   scratch directory; reply `{"done": true}` once nothing is left;
-* `{"op": "kernel", "argv": [...]}`: fork the learner's notebook kernel (nbgrader's feedback
+* `{"op": "kernel", "argv": [...], "warm": [module, ...]}`: import the `warm` modules (the
+  notebook's lazy imports) once, then fork the learner's notebook kernel (nbgrader's feedback
   run: `notebook_kernel.forked`, ipykernel with a grading child's limits) on the connection
   file that argv names, in AUTOGRADER_KERNELS (bound into the jail); reply `{"pid": ...}`;
 * `{"op": "signal", "pid": p, "signum": n}`: signal a child (a kernel's interrupt or kill);
@@ -234,7 +235,7 @@ def main(fd: int) -> None:
             reply = {"pid": pid}
         elif op == "kernel":
             from autograder.jail import notebook_kernel
-            _import(notebook_kernel.WARM)
+            _import(notebook_kernel.WARM + tuple(request.get("warm", [])))
             argv = [str(a) for a in request.get("argv", [])]
             reply = {"pid": _fork(control, jailed, lambda: notebook_kernel.forked(argv))}
         elif op == "signal":
