@@ -166,9 +166,10 @@ class Assignment:
         return ROOT / "source" / self.id / self.notebook
 
 
-BUILDS_OPTIMIZERS = ("torch._dynamo",)
+IMPORTS_DYNAMO = ("torch._dynamo",)
 """`notebook_warm` of a notebook whose cells build torch.optim optimizers (its figures, its
-comparisons with PyTorch): the first optimizer imports torch._dynamo."""
+comparisons with PyTorch), call torch.func, or enter a TorchDispatchMode that keeps torch's dynamo
+wrapper: the first of these imports torch._dynamo (the checks' RecordOps opts out of the wrapper)."""
 
 
 def _all(functions, names):
@@ -197,7 +198,7 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
             ("relu", "relu_derivative", "sigmoid", "sigmoid_derivative", "collapse_linear"),
             "write the formula yourself, with elementwise tensor operations (torch.exp, "
             "torch.where, comparisons such as z > 0)"),
-        notebook_warm=BUILDS_OPTIMIZERS,
+        notebook_warm=IMPORTS_DYNAMO,
     ),
     Assignment(
         "03_chain_rule", "chain_rule.ipynb",
@@ -215,6 +216,7 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
         # the stand-ins and the hidden tests run) imports torch's symbolic shapes and sympy on
         # first use: 0.4 s in each such child otherwise
         warm=("torch.fx.experimental.symbolic_shapes",),
+        notebook_warm=IMPORTS_DYNAMO,
     ),
     Assignment(
         "04_computational_graph", "computational_graph.ipynb",
@@ -229,7 +231,7 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
         banned_reason=dict.fromkeys(("sgd_step", "sgd_momentum_update"),
                                     "update the tensors yourself (p - lr * grad, with torch "
                                     "arithmetic), with no optimizer"),
-        notebook_warm=BUILDS_OPTIMIZERS,
+        notebook_warm=IMPORTS_DYNAMO,
     ),
     Assignment(
         "06_putting_it_together", "putting_it_together.ipynb", ("train_mlp", "layer_grad_norms"),
@@ -238,7 +240,7 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
         allowed={"train_mlp": BY_HAND | PRODUCTS | FORWARD_KERNELS},
         banned_reason={"train_mlp": "compute the gradients by the chain rule and update the "
                                     "parameters yourself (p - lr * grad_p), with no optimizer"},
-        notebook_warm=BUILDS_OPTIMIZERS,
+        notebook_warm=IMPORTS_DYNAMO,
     ),
     Assignment(
         "07_custom_autograd", "custom_autograd.ipynb",
@@ -251,7 +253,7 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
         # train_quantized and record_ops's reference build torch.optim optimizers, whose first
         # one imports it (1.2 s)
         warm=("torch._dynamo",),
-        notebook_warm=BUILDS_OPTIMIZERS,
+        notebook_warm=IMPORTS_DYNAMO,
     ),
 ]}
 

@@ -154,10 +154,14 @@ def test_kill_9_of_parallel_autograde_leaves_no_process_behind(course, submitted
     assert proc_stat(first.pid) is None or proc_stat(first.pid)[0] == "Z"
 
 
-def test_notebooks_that_build_optimizers_have_their_kernels_forked_with_torch_dynamo():
-    """A notebook that builds a torch.optim optimizer imports torch._dynamo (1.2-1.4 s) at the
-    first one: its assignment's `notebook_warm` says so, and the server imports it once."""
-    builds = re.compile(r"\boptim\.[A-Z]\w*\(")
+def test_kernels_of_notebooks_that_import_torch_dynamo_are_forked_with_it():
+    """A notebook that builds a torch.optim optimizer, calls torch.func or enters a
+    TorchDispatchMode that keeps torch's dynamo wrapper imports torch._dynamo (1.2-1.4 s) at the
+    first one: its assignment's `notebook_warm` says so (the server imports it once), and only
+    then."""
+    first_use = re.compile(r"\boptim\.[A-Z]\w*\(|\btorch\.func\.")
     for a in ASSIGNMENTS.values():
         code = "\n".join(c.source for c in nbformat.read(a.source, 4).cells if c.cell_type == "code")
-        assert bool(builds.search(code)) == ("torch._dynamo" in a.notebook_warm), a.id
+        wrapped_modes = code.count("(TorchDispatchMode):") - code.count("def _should_skip_dynamo")
+        imports = bool(first_use.search(code)) or wrapped_modes > 0
+        assert imports == ("torch._dynamo" in a.notebook_warm), a.id

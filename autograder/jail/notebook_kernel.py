@@ -36,10 +36,9 @@ def main(argv: list[str]) -> None:
     app.start()
 
 
-WARM = ("ipykernel.kernelapp", "matplotlib_inline.backend_inline", "torch._dynamo")
-"""What the jailed server imports before it forks the first kernel (once per server). Every
-notebook's visible checks run the learner's code under a TorchDispatchMode, and several notebooks
-build torch.optim optimizers: the first of either imports torch._dynamo (1.2-1.4 s a notebook)."""
+WARM = ("ipykernel.kernelapp", "matplotlib_inline.backend_inline")
+"""What the jailed server imports before it forks the first kernel (once per server); then each
+assignment's `notebook_warm` (course.py) before its first kernel."""
 
 
 def forked(argv: list[str]) -> None:
