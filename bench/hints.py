@@ -17,8 +17,15 @@ For each mistake, over the failed hidden tests of its function (the messages the
 * named: no misleading hint, and one message holds every word;
 * generic: caught, neither of the above (no hint, and the plain message does not say it).
 
+With --visible, the same mistakes go through what the learner sees instead: the notebook's
+visible checks of that function (its setup cells, the answer cells, the check cell without its
+hidden tests, as tests/test_validate.py runs them), each in a forked child of one warm process per
+assignment. "false pass" is then a mistake the visible checks let through (hidden tests exist for
+those), and the kinds are decided on the one message the check raised.
+
     python bench/hints.py                              # every assignment
     python bench/hints.py 06_putting_it_together -v    # also every mistake's first message
+    python bench/hints.py --visible                    # the visible checks' messages instead
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tools")]
 
 from autograder.course import ASSIGNMENTS  # noqa: E402
-from mutants import Mutant, grade, outcome  # noqa: E402
+from mutants import Mutant, grade, outcome, solutions  # noqa: E402
 
 PROBE = ROOT / "bench" / "probe"
 KINDS = ("named", "generic", "misleading", "false pass")
@@ -91,11 +98,58 @@ def classify(m: Mutant, words: list[str], result: dict) -> tuple[str, str]:
     return "generic", texts[0] if texts else "(no test of the function ran)"
 
 
+def visible(entries) -> dict[tuple[str, str], str]:
+    """(mistake key, assignment) -> what the notebook's visible checks of the mistake's function
+    say: "passed" or "raised <Type>: <message>"."""
+    import json
+    import os
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_validate import visible_checks
+
+    def run(assignment):
+        setup, checks = visible_checks(assignment)
+        answers = solutions(assignment)
+        jobs = [{"key": "solution", "cells": setup + list(answers.values()) + list(checks.values())}]
+        for m, _ in entries:
+            if m.assignment == assignment:
+                cells = [m.source if name == m.function else code for name, code in answers.items()]
+                jobs.append({"key": m.key, "cells": setup + cells + [checks[m.function]]})
+        done = subprocess.run([sys.executable, str(ROOT / "tests" / "test_validate.py")],
+                              input=json.dumps(jobs), text=True, capture_output=True, cwd=ROOT,
+                              env={**os.environ, "MPLBACKEND": "Agg", "PYTHONWARNINGS": "ignore"})
+        if done.returncode:
+            raise SystemExit(f"the visible checks of {assignment} did not run: {done.stderr[-2000:]}")
+        said = json.loads(done.stdout)
+        if said["solution"] != "passed":
+            raise SystemExit(f"the worked solution of {assignment} fails its visible checks: "
+                             f"{said['solution']}")
+        return {(key, assignment): text for key, text in said.items()}
+
+    out = {}
+    with ThreadPoolExecutor(max_workers=len(os.sched_getaffinity(0))) as pool:
+        for part in pool.map(run, sorted({m.assignment for m, _ in entries})):
+            out |= part
+    return out
+
+
+def classify_visible(words: list[str], said: str) -> tuple[str, str]:
+    """(kind, the message) for what a visible check said of one mistake."""
+    if said == "passed":
+        return "false pass", ""
+    if any(not says(h, words) for h in hints(said)):
+        return "misleading", said
+    return ("named" if says(said, words) else "generic"), said
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("assignments", nargs="*", help="assignment ids (default: all in bench/probe)")
     parser.add_argument("--jobs", type=int, help="grading worker processes (default: the grader's)")
     parser.add_argument("--keep", type=Path, help="write the submissions and results here")
+    parser.add_argument("--visible", action="store_true",
+                        help="the notebook's visible checks instead of the hidden tests")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print every mistake's verdict and deciding message, not only the unnamed")
     args = parser.parse_args(argv)
@@ -105,17 +159,23 @@ def main(argv=None) -> int:
     wanted = args.assignments or [a for a in ASSIGNMENTS if (PROBE / f"{a}.toml").is_file()]
     entries = load(wanted)
     start = time.monotonic()
-    results = grade([m for m, _ in entries], args.jobs, args.keep)
+    if args.visible:
+        said = visible(entries)
+        problems = []
+        verdicts = [(m, words, *classify_visible(words, said[(m.key, m.assignment)]))
+                    for m, words in entries]
+    else:
+        results = grade([m for m, _ in entries], args.jobs, args.keep)
+        problems = [f"the worked solution of {a} scores {r['score']:g} / {r['max_score']:g}"
+                    for (student, a), r in results.items()
+                    if student == "original" and r["score"] != r["max_score"]]
+        verdicts = [(m, words, *classify(m, words, results[(m.key, m.assignment)]))
+                    for m, words in entries]
     elapsed = time.monotonic() - start
 
-    problems = [f"the worked solution of {a} scores {r['score']:g} / {r['max_score']:g}"
-                for (student, a), r in results.items()
-                if student == "original" and r["score"] != r["max_score"]]
-    verdicts = [(m, words, *classify(m, words, results[(m.key, m.assignment)]))
-                for m, words in entries]
-
-    print("Hints on a probe of hand-written mistakes (bench/probe): of the mistakes caught, how "
-          "many get a message naming them")
+    print(("The notebooks' visible checks" if args.visible else "Hints") + " on a probe of "
+          "hand-written mistakes (bench/probe): of the mistakes caught, how many get a message "
+          "naming them")
     header = f"{'assignment':26s} {'mistakes':>8s} {'caught':>6s} {'named':>6s} {'generic':>7s} " \
              f"{'misleading':>10s} {'false pass':>10s}  named/caught"
     print(header)
@@ -143,8 +203,8 @@ def main(argv=None) -> int:
             print(f"      {line[:200]}")
     for line in problems:
         print(f"\nWARNING: {line}")
-    print(f"\n{len(entries)} mistakes graded in {elapsed:.0f} s. Re-run: python bench/hints.py "
-          + " ".join(args.assignments))
+    print(f"\n{len(entries)} mistakes {'checked' if args.visible else 'graded'} in {elapsed:.0f} s. "
+          "Re-run: python bench/hints.py " + " ".join(sys.argv[1:] if argv is None else argv))
     return 1 if problems else 0
 
 

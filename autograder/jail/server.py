@@ -173,7 +173,10 @@ def _import(modules) -> None:
     (the children's garbage collections skip those objects, so they neither scan nor copy them)."""
     for name in modules:
         if name not in sys.modules:
-            importlib.import_module(name)
+            try:
+                importlib.import_module(name)
+            except ImportError:  # not in this version of torch or ipykernel: whoever needs it
+                pass             # imports it, or fails, as without the server
     gc.freeze()
 
 
