@@ -219,7 +219,8 @@ class _ForkedKernel:
 
 class _ForkedKernelProvisioner(LocalProvisioner):
     """jupyter_client's local provisioner, but the kernel is forked by the jailed server, which has
-    imported torch, matplotlib and ipykernel once: no start-up paid per notebook. The jail is
+    imported torch, matplotlib, ipykernel and the assignment's `notebook_warm` (its kernel
+    manager's `warm`, set by JailedExecute) once: no start-up paid per notebook. The jail is
     reset first (every process the last notebook or its grading left killed, the scratch folder
     emptied), so nothing of another learner is there."""
 
