@@ -318,7 +318,6 @@ class JailedExecute(Execute):
         kwargs.setdefault("kernel_manager_class", JailedKernelManager)
         super().__init__(*args, **kwargs)
         self._kept: dict[int, list] = {}
-        self._warm: tuple[str, ...] = ()
 
     async def async_start_new_kernel_client(self):
         kc = await super().async_start_new_kernel_client()
@@ -373,14 +372,14 @@ class JailedExecute(Execute):
         return out
 
     def create_kernel_manager(self):
+        """The kernel manager, given the assignment's `notebook_warm`: the notebook's own lazy
+        imports, made once in the server its kernels are forked from."""
         km = super().create_kernel_manager()
-        km.warm = self._warm
+        found = ASSIGNMENTS.get(((self.resources or {}).get("nbgrader") or {}).get("assignment"))
+        km.warm = found.notebook_warm if found else ()
         return km
 
     def preprocess(self, nb, resources, *args, **kwargs):
-        # the notebook's own lazy imports, made once in the server its kernels are forked from
-        found = ASSIGNMENTS.get((resources.get("nbgrader") or {}).get("assignment"))
-        self._warm = found.notebook_warm if found else ()
         try:
             return super().preprocess(nb, resources, *args, **kwargs)
         except Exception as error:  # noqa: BLE001 - DeadKernelError, timeouts, a broken kernel
