@@ -101,12 +101,10 @@ def classify(m: Mutant, words: list[str], result: dict) -> tuple[str, str]:
 def visible(entries) -> dict[tuple[str, str], str]:
     """(mistake key, assignment) -> what the notebook's visible checks of the mistake's function
     say: "passed" or "raised <Type>: <message>"."""
-    import json
     import os
-    import subprocess
     from concurrent.futures import ThreadPoolExecutor
     sys.path.insert(0, str(ROOT / "tests"))
-    from test_validate import visible_checks
+    from test_validate import run_jobs, visible_checks
 
     def run(assignment):
         setup, checks = visible_checks(assignment)
@@ -116,12 +114,7 @@ def visible(entries) -> dict[tuple[str, str], str]:
             if m.assignment == assignment:
                 cells = [m.source if name == m.function else code for name, code in answers.items()]
                 jobs.append({"key": m.key, "cells": setup + cells + [checks[m.function]]})
-        done = subprocess.run([sys.executable, str(ROOT / "tests" / "test_validate.py")],
-                              input=json.dumps(jobs), text=True, capture_output=True, cwd=ROOT,
-                              env={**os.environ, "MPLBACKEND": "Agg", "PYTHONWARNINGS": "ignore"})
-        if done.returncode:
-            raise SystemExit(f"the visible checks of {assignment} did not run: {done.stderr[-2000:]}")
-        said = json.loads(done.stdout)
+        said = run_jobs(jobs)
         if said["solution"] != "passed":
             raise SystemExit(f"the worked solution of {assignment} fails its visible checks: "
                              f"{said['solution']}")

@@ -196,16 +196,21 @@ def _jobs(assignment: str) -> list[dict]:
     return jobs
 
 
+def run_jobs(jobs: list[dict]) -> dict[str, str]:
+    """key -> outcome of each job, in one worker process (this file run as a script; the first
+    job must be trusted code: it warms the worker up). Also bench/hints.py --visible."""
+    done = subprocess.run([sys.executable, __file__], input=json.dumps(jobs), text=True,
+                          capture_output=True, cwd=ROOT, timeout=900,
+                          env={**os.environ, "MPLBACKEND": "Agg", "PYTHONWARNINGS": "ignore"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
 @pytest.fixture(scope="module")
 def visible_outcomes() -> dict[tuple[str, str], str]:
     """(assignment, "student/function" or "solution") -> outcome, one worker process per assignment."""
     def run(assignment):
-        jobs = _jobs(assignment)
-        done = subprocess.run([sys.executable, __file__], input=json.dumps(jobs), text=True,
-                              capture_output=True, cwd=ROOT, timeout=900,
-                              env={**os.environ, "MPLBACKEND": "Agg", "PYTHONWARNINGS": "ignore"})
-        assert done.returncode == 0, done.stderr[-3000:]
-        return {(assignment, k): v for k, v in json.loads(done.stdout).items()}
+        return {(assignment, k): v for k, v in run_jobs(_jobs(assignment)).items()}
 
     with ThreadPoolExecutor(max_workers=max(1, len(os.sched_getaffinity(0)))) as pool:
         outcomes = {}
