@@ -269,3 +269,24 @@ def base_name(qualified: str) -> str:
 def graded_functions() -> dict[str, str]:
     """function name -> assignment id."""
     return {f: a.id for a in ASSIGNMENTS.values() for f in a.functions}
+
+
+def subset_rules(assignment: Assignment, function: str):
+    """The subset of Python `function`'s answer is written in (autograder/subset.py), or None
+    for a function whose exercise is autograd or torch itself (no by-hand rule)."""
+    from autograder.subset import Rules
+    if function not in assignment.allowed:
+        return None
+    from autograder.student import _BANNED_SPELLING
+    stand_in = frozenset(_stand_in_names(assignment.id)) - {function}
+    return Rules(ops=assignment.allowed[function], banned=assignment.banned.get(function, frozenset()),
+                 classes=function in assignment.allowed_section,
+                 section=assignment.allowed_section.get(function, ""),
+                 spelling={k: v.split(" (")[0] for k, v in _BANNED_SPELLING.items()},
+                 instead=assignment.banned_reason.get(function, "write the formula yourself"),
+                 standing_in=stand_in)
+
+
+def _stand_in_names(assignment_id: str) -> set[str]:
+    from autograder.notebook import stand_ins
+    return set(stand_ins(assignment_id))

@@ -23,7 +23,8 @@ sys.modules.setdefault("rfc3987_syntax", None)
 # nbformat itself (about 0.13 s) is imported where it is used: recognising a notebook's
 # assignment needs only json and ast, and a single grade does that before it starts the jail.
 
-from autograder.course import ASSIGNMENTS, Assignment
+from autograder.course import ASSIGNMENTS, Assignment, subset_rules
+from autograder.subset import lines_of
 
 MAX_BYTES = 256 << 20
 """Larger files are refused (a notebook of this course is well under 1 MB without outputs)."""
@@ -60,6 +61,9 @@ class Submission:
     cutoffs: tuple[tuple[str, int], ...] = ()
     """(function, n): the first n of `cells` are what runs above that function's check cell
     in the learner's notebook (functions without a check cell run every cell)."""
+    refused: tuple[tuple[str, tuple], ...] = ()
+    """(function, refusals): what a by-hand function's code uses outside its subset of Python
+    (autograder/subset.py), decided here from the code; its tests then fail without running."""
 
     def cells_for(self, function: str | None) -> int:
         """How many of `cells` a child grading `function` runs: the notebook top to bottom as
@@ -160,7 +164,8 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
     # autograde restores locked cells; then, in the learner's order, their answer cells (a copied
     # answer cell too: the later definition wins, as in the notebook) and, from cells they added,
     # only the imports and definitions (a helper they wrote; no demo code that may run for long).
-    program = [{"source": s, "definitions_only": False} for s in source.setup]
+    from autograder.subset import SETUP, reached, refusals
+    program = [{"source": s, "label": SETUP, "answer": None} for s in source.setup]
     has_answers = any(c.grade_id in source.answers for c in cells if c.cell_type == "code")
     cutoffs = {}
     for cell in cells:
@@ -171,14 +176,33 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
         if cell.cell_type != "code" or cell.grade_id in source.setup_ids:
             continue
         if cell.grade_id in source.answers and cell.solution:
-            program.append({"source": cell.source, "definitions_only": False})
+            program.append({"source": cell.source, "label": f"cell {cell.grade_id}",
+                            "answer": cell.grade_id})
         elif cell.grade_id is None and cell.source.strip() not in source.known:
             if has_answers or defined_names(cell.source) & set(assignment.functions):
-                program.append({"source": cell.source, "definitions_only": True})
+                program.append({"source": cell.source, "label": "a cell you added", "answer": None})
+    # What a by-hand function's code may use is decided here, from the code (subset.py).
+    refused = {}
+    for function in assignment.functions:
+        rules = subset_rules(assignment, function)
+        if rules is not None:
+            found = refusals(program[:cutoffs.get(function, len(program))], function, rules)
+            if found:
+                refused[function] = tuple(found)
+    # Of the cells the learner added, only what the answers use runs (helpers, constants,
+    # imports): no demo code, which may run for long or reach into the grader's process.
+    keep = reached(program, assignment.functions)
+    run = []
+    for i, cell in enumerate(program):
+        text = cell["source"]
+        if cell["label"] != SETUP and cell["answer"] is None:
+            lines = lines_of(text)
+            text = "\n".join(line if n in keep.get(i, ()) else "" for n, line in enumerate(lines, 1))
+        run.append({"source": text, "definitions_only": False})
     texts = {c.grade_id: c.source for c in cells if c.cell_type == "markdown" and c.grade_id}
     written = tuple((grade_id, points, texts.get(grade_id, "")) for grade_id, points in source.manual)
-    return Submission(path, assignment, tuple(program), written=written, student=student,
-                      cutoffs=tuple(cutoffs.items()))
+    return Submission(path, assignment, tuple(run), written=written, student=student,
+                      cutoffs=tuple(cutoffs.items()), refused=tuple(refused.items()))
 
 
 @dataclass(frozen=True)

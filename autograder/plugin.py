@@ -86,6 +86,15 @@ class GraderPlugin:
             item.repr_failure = _exception_only
         items[:] = keep
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item):
+        """A by-hand function written outside its subset of Python fails its tests unrun."""
+        submission = getattr(item, "callspec", None) and item.callspec.params.get("student")
+        refused = dict(getattr(submission, "refused", ()))
+        function = _marker(item)[0]
+        if function in refused:
+            pytest.fail(refusal_message(submission, function, refused[function]), pytrace=False)
+
     @pytest.fixture(scope="module")
     def student(self, request):
         submission = request.param
@@ -121,6 +130,16 @@ class GraderPlugin:
         self.results[submission.key].append(TestResult(
             function, f"{function}: {doc}", points, points if report.outcome == "passed" else 0.0,
             message, visible, internal_error=internal))
+
+
+def refusal_message(submission: Submission, function: str, refusals) -> str:
+    """What the learner reads when their by-hand function uses what its exercise does not allow."""
+    from autograder.course import subset_rules
+    rules = subset_rules(submission.assignment, function)
+    shown = "\n".join(f"  {r.describe()}" for r in refusals[:5])
+    more = f"\n  ... and {len(refusals) - 5} more" if len(refusals) > 5 else ""
+    return (f"{function} is written with what this exercise does not allow, so its tests did not "
+            f"run:\n{shown}{more}\nInstead: {rules.instead if rules else 'write it by hand'}.")
 
 
 def _exception_only(excinfo, style=None) -> str:

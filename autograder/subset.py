@@ -1,0 +1,608 @@
+"""The subset of Python a by-hand answer is written in, decided from the code before anything runs.
+
+A by-hand exercise (write the product, the derivative, the gradient, the update yourself) is a
+rule about the code, so it is decided from the code: with `ast`, in the grader's own process
+(and, with this same file, in the notebook's visible checks), never by watching the learner's
+process from inside it, where learner code has the same power as the watcher.
+
+`refusals(cells, function, rules)` reads the cells a graded function can reach, in notebook
+order: all of its answer cell, and, transitively, every statement of the other cells that binds
+a global name that code uses (a helper, a constant, an import). Each construct outside the
+subset is one `Refusal`, with its cell, line, the construct and what to use instead.
+
+The subset (`Rules`, one per by-hand function):
+* modules: torch (and torch.nn, torch.nn.functional, torch.linalg), math, itertools, functools,
+  operator, copy; of torch, only functions whose operators the exercise allows (`ops`: the same
+  ATen operator names the recorder checks, course.py), a few plain values (dtypes, `torch.tensor`,
+  `torch.no_grad`, ...), nothing private (`torch._C`, `torch.ops`, `torch.library`);
+* attributes of values: tensor methods whose operators are allowed, a tensor's metadata (shape,
+  dtype, `.grad`, ...), the methods of lists, dicts and strings; no dunder or private attribute;
+  assigning an attribute only to a tensor's `.data`, `.grad`, `.requires_grad` (and, in a class,
+  to the `ctx` of its methods);
+* builtins: the plain ones (len, range, zip, isinstance, print, ...); no reflection (getattr,
+  setattr, vars, globals, eval, exec, compile, __import__, type, open, ...);
+* no class definitions unless the exercise is a class (`classes`); no star imports.
+
+Only the standard library is used: the notebooks' setup cells carry a copy of this file.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+MODULES = {
+    "torch": None, "torch.nn": None, "torch.nn.functional": None, "torch.linalg": None,
+    "torch.autograd": None,
+    "math": "any", "itertools": "any",
+    "functools": {"reduce", "partial", "lru_cache", "cache", "wraps"},
+    "operator": {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "neg", "pos", "abs",
+                 "eq", "ne", "lt", "le", "gt", "ge", "not_", "and_", "or_", "xor", "iadd",
+                 "isub", "imul", "itruediv", "itemgetter", "index", "matmul"},
+    "copy": {"copy", "deepcopy"},
+}
+"""Modules a by-hand answer may import: None means torch's rule (`torch_attribute`), "any" every
+public name, else the names allowed."""
+
+BUILTINS = frozenset("""
+    abs all any bool dict divmod enumerate filter float int isinstance issubclass len list map max
+    min pow print range reversed round set slice sorted str sum tuple zip frozenset iter next
+    callable repr format chr ord complex hash id bin hex oct ascii
+    None True False NotImplemented Ellipsis
+    ArithmeticError AssertionError Exception IndexError KeyError LookupError NotImplementedError
+    OverflowError RuntimeError StopIteration TypeError ValueError ZeroDivisionError
+""".split())
+"""Builtins any answer may use."""
+CLASS_BUILTINS = frozenset({"staticmethod", "classmethod", "super"})
+"""Builtins of class definitions, where the exercise is a class."""
+REFLECTION = {
+    **dict.fromkeys(("getattr", "setattr", "delattr", "hasattr", "vars", "globals", "locals",
+                     "dir", "type", "object", "property", "memoryview", "super", "classmethod",
+                     "staticmethod"),
+                    "reflection (reaching objects and attributes by name or by their type)"),
+    **dict.fromkeys(("eval", "exec", "compile", "__import__", "__build_class__"),
+                    "running code given as text"),
+    **dict.fromkeys(("open", "input", "breakpoint", "help", "exit", "quit", "__builtins__",
+                     "__loader__", "__spec__"), "the interpreter or files"),
+}
+"""Builtins refused, and why."""
+
+TENSOR_META = frozenset("""
+    shape dtype device ndim dim size numel nelement item tolist is_floating_point is_complex
+    is_contiguous requires_grad requires_grad_ is_leaf grad data layout stride T mT H mH float
+    double half int long bool to type_as cpu contiguous clone detach detach_ new_tensor
+    element_size itemsize eps tiny resolution bits
+""".split())
+"""A tensor's metadata and conversions (and torch.finfo's fields): allowed on any value."""
+PYTHON_METHODS = frozenset("""
+    append extend insert pop remove clear copy items keys values get setdefault update add
+    discard union intersection difference index count sort reverse join format split strip
+    startswith endswith lower upper replace real imag conjugate
+""".split())
+"""Methods of lists, dicts, sets, strings and numbers."""
+CTX = frozenset({"save_for_backward", "saved_tensors", "needs_input_grad", "mark_dirty",
+                 "mark_non_differentiable", "set_materialize_grads", "apply", "forward",
+                 "backward", "setup_context"})
+"""What an autograd.Function's class and context offer (exercises that are a class)."""
+STORED = frozenset({"data", "grad", "requires_grad"})
+"""Attributes of a tensor an answer may assign (p.data = ..., p.grad = None)."""
+TORCH_VALUES = frozenset("""
+    tensor as_tensor asarray Tensor Size no_grad enable_grad is_tensor is_floating_point
+    finfo iinfo inf nan pi e newaxis get_default_dtype result_type promote_types
+    broadcast_shapes broadcast_tensors can_cast dtype Parameter Module Function
+    set_grad_enabled is_grad_enabled inference_mode
+    float16 bfloat16 float32 float64 half float double int8 int16 int32 int64 uint8 bool long
+    int short complex64 complex128
+""".split())
+"""Names of torch (and of torch.nn, torch.autograd) that are plain values or classes to test
+against: allowed wherever the module is."""
+ALIASES = {
+    "multiply": "mul", "subtract": "sub", "divide": "div", "true_divide": "div",
+    "absolute": "abs", "negative": "neg", "positive": "neg", "greater": "gt",
+    "greater_equal": "ge", "less": "lt", "less_equal": "le", "not_equal": "ne", "clip": "clamp",
+    "arccos": "acos", "arcsin": "asin", "arctan": "atan", "arctan2": "atan2", "arccosh": "acosh",
+    "arcsinh": "asinh", "arctanh": "atanh", "swapaxes": "transpose", "swapdims": "transpose",
+    "moveaxis": "movedim", "concat": "cat", "concatenate": "cat", "hstack": "cat",
+    "vstack": "cat", "row_stack": "cat", "column_stack": "cat", "dstack": "cat",
+    "ravel": "reshape", "reshape_as": "reshape", "sum_to_size": "sum", "square": "pow",
+    "vector_norm": "linalg_vector_norm", "expand_dims": "unsqueeze", "dsplit": "split",
+    "hsplit": "split", "vsplit": "split", "tensor_split": "split", "atleast_1d": "reshape",
+    "atleast_2d": "reshape", "fliplr": "flip", "flipud": "flip", "trapz": "sum",
+    "mean": "mean", "fill": "fill_", "zero": "zero_", "new_empty": "new_empty",
+    "floor_divide": "floor_divide", "rsub": "rsub", "sigmoid": "sigmoid", "expit": "sigmoid",
+    "mse_loss": "mse_loss", "positive_": "neg", "outer": "mul", "ger": "mul", "kron": "mul",
+}
+"""A Python name -> the operator it runs, where the two differ."""
+PRODUCT_NAMES = frozenset({
+    "matmul", "__matmul__", "mm", "bmm", "einsum", "tensordot", "addmm", "inner", "dot", "vdot",
+    "linear", "mv", "addmv", "baddbmm", "addbmm", "chain_matmul", "multi_dot", "vecdot"})
+"""Names that compute a matrix product: allowed where the library's products are ("mm")."""
+
+_LINES = re.compile(r"\r\n|\r|\n")
+"""Line breaks as Python's tokenizer counts them (not a form feed or a vertical tab)."""
+MAX_QUOTE = 120
+"""Characters of a line quoted in a refusal."""
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The subset one by-hand function is written in."""
+
+    ops: frozenset
+    """The ATen operators the exercise allows (course.py): a torch function or tensor method is
+    allowed when the operator it runs is."""
+    banned: frozenset = frozenset()
+    """Names refused whatever their operator (the exercise's text forbids them)."""
+    classes: bool = False
+    """Whether class definitions are allowed (the exercise is an autograd.Function)."""
+    spelling: dict = field(default_factory=dict)
+    """A refused torch name -> how to call it in the learner's words ("a built-in matrix
+    product (torch.mm, `@`, ...)")."""
+    instead: str = "write it with the operations the exercise allows"
+    section: str = ""
+    """For a class: the method the by-hand rule is about (07: "backward"); its other methods
+    may use any public torch function (LinearFunction's forward), reflection still refused."""
+    standing_in: frozenset = frozenset()
+    """Graded functions that grading replaces by its own stand-in while this one runs: a call
+    of one is allowed, its code is checked under its own rules."""
+
+
+@dataclass(frozen=True)
+class Refusal:
+    cell: str
+    """"cell matmul" (an answer cell), "a cell you added", "the notebook's setup cell"."""
+    line: int
+    text: str
+    what: str
+    """The construct and why it is refused: "getattr (reflection: ...)"."""
+
+    @property
+    def construct(self) -> str:
+        return self.what.split(" (", 1)[0]
+
+    def describe(self) -> str:
+        return f"{self.cell}, line {self.line}: `{self.text}`: {self.what}"
+
+
+def lines_of(source: str) -> list[str]:
+    return _LINES.split(source)
+
+
+def op_allowed(name: str, rules: Rules) -> bool:
+    """Whether the torch function or tensor method `name` runs only operators `rules` allow."""
+    if name in rules.banned or name.rstrip("_") in rules.banned:
+        return False
+    ops = rules.ops
+    if name.startswith("_foreach_"):
+        return op_allowed(name[len("_foreach_"):], rules)
+    if name.startswith("_"):
+        return False
+    base = name[:-1] if name.endswith("_") else name
+    if name in ops or base in ops or ALIASES.get(name) in ops or ALIASES.get(base) in ops:
+        return True
+    return base in PRODUCT_NAMES and "mm" in ops
+
+
+UNSAFE_TORCH = frozenset({"library", "ops", "utils", "overrides", "func", "fx", "jit", "compile",
+                          "multiprocessing", "distributed", "hub", "package", "classes"})
+"""Parts of torch that register operators, run code or reach processes: refused even where any
+torch function is allowed (a class's methods other than the by-hand one)."""
+
+
+def _module_attribute(module: str, name: str, rules: Rules, lenient: bool = False) -> str | None:
+    """None if `module.name` is allowed, else why not."""
+    if name.startswith("__") and name.endswith("__"):
+        return "a dunder attribute"
+    if lenient and module.startswith("torch") and not name.startswith("_") \
+            and name not in rules.banned and name not in UNSAFE_TORCH:
+        return None
+    if module in MODULES and MODULES[module] == "any":
+        return None if not name.startswith("_") else "a private name"
+    if isinstance(MODULES.get(module), set):
+        if name in MODULES[module] and (name != "matmul" or op_allowed("matmul", rules)):
+            return None
+        return f"not one a by-hand answer needs"
+    # torch and its submodules
+    if f"{module}.{name}" in MODULES:
+        if module + "." + name == "torch.autograd" and not rules.classes:
+            return "autograd"
+        return None
+    if name in rules.banned:
+        return "not allowed in this exercise"
+    if module == "torch.autograd":
+        return None if name == "Function" and rules.classes else "autograd"
+    if name in TORCH_VALUES and module in ("torch", "torch.nn"):
+        return None
+    if name.startswith("_") and not name.startswith("_foreach_"):
+        return "torch's internals"
+    if module == "torch.linalg":
+        name = "linalg_" + name if ("linalg_" + name) in rules.ops else name
+    if op_allowed(name, rules):
+        return None
+    return "not one a by-hand answer needs"
+
+
+@dataclass
+class _Definition:
+    cell: int
+    node: ast.stmt
+
+
+class _Program:
+    """The cells' top-level statements, parsed once; which statements bind which global name."""
+
+    def __init__(self, cells: list[dict]):
+        self.cells = cells
+        self.trees: list[ast.Module | None] = []
+        self.lines: list[list[str]] = []
+        self.binds: dict[str, list[_Definition]] = {}
+        for i, cell in enumerate(cells):
+            try:
+                tree = ast.parse(cell["source"])
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+            self.trees.append(tree)
+            self.lines.append(lines_of(cell["source"]))
+            for node in tree.body if tree else ():
+                declared = {n for x in ast.walk(node) if isinstance(x, ast.Global) for n in x.names}
+                for name in _bound(node) | declared:
+                    self.binds.setdefault(name, []).append(_Definition(i, node))
+
+
+def _bound(node: ast.stmt) -> set[str]:
+    """Global names a top-level statement binds (not those of the functions it defines)."""
+    out = set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+            continue
+        if isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+        elif isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
+            out.add(n.target.id)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in n.names if a.name != "*"}
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+        stack.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def _imported_module(node: ast.stmt, name: str) -> str | None:
+    """The module `name` is bound to by the import statement `node` (None: not a module)."""
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            if a.asname == name:
+                return a.name
+            if a.asname is None and a.name.split(".")[0] == name:
+                return name
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        for a in node.names:
+            if (a.asname or a.name) == name and f"{node.module}.{a.name}" in MODULES:
+                return f"{node.module}.{a.name}"
+    return None
+
+
+def _locals(function) -> set[str]:
+    """Names local to a function or lambda: its parameters and what its body binds."""
+    a = function.args
+    names = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    names |= {p.arg for p in (a.vararg, a.kwarg) if p is not None}
+    declared = set()
+    body = function.body if isinstance(function.body, list) else [function.body]
+    stack = list(body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.Global, ast.Nonlocal)):
+            declared |= set(n.names)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+            stack.extend(n.decorator_list)
+            continue
+        if isinstance(n, ast.Lambda):
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            names.add(n.id)
+        elif isinstance(n, ast.arg):
+            names.add(n.arg)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names |= {(x.asname or x.name).split(".")[0] for x in n.names}
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            names.add(n.name)
+        stack.extend(ast.iter_child_nodes(n))
+    return names - declared
+
+
+class _Checker:
+    def __init__(self, program: _Program, rules: Rules, labels: list[str]):
+        self.program = program
+        self.rules = rules
+        self.labels = labels
+        self.found: dict[tuple, Refusal] = {}
+        self.queue: list[_Definition] = []
+        self.seen: set[int] = set()
+        self.cell = 0
+        self.lenient = False
+        """Inside a class's method that the by-hand rule is not about (Rules.section)."""
+
+    # -- reporting ----------------------------------------------------------------------------
+    def refuse(self, node, what: str) -> None:
+        line = getattr(node, "lineno", 1)
+        lines = self.program.lines[self.cell]
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        if len(text) > MAX_QUOTE:
+            text = text[:MAX_QUOTE] + " ..."
+        key = (self.cell, line, what)
+        self.found.setdefault(key, Refusal(self.labels[self.cell], line, text, what))
+
+    # -- reach --------------------------------------------------------------------------------
+    def visit_statement(self, definition: _Definition) -> None:
+        if id(definition.node) in self.seen:
+            return
+        self.seen.add(id(definition.node))
+        self.queue.append(definition)
+
+    def run(self, start: list[_Definition]) -> list[Refusal]:
+        for d in start:
+            self.visit_statement(d)
+        while self.queue:
+            d = self.queue.pop(0)
+            self.cell = d.cell
+            self.scopes: list[tuple[str, set[str]]] = []
+            self.ctx_names: set[str] = set()
+            self.visit(d.node)
+        return sorted(self.found.values(), key=lambda r: (r.cell != self.labels[0], r.cell, r.line))
+
+    def resolve_global(self, node: ast.Name) -> None:
+        """A global name used by reached code: allowed, checked where it is defined, or refused."""
+        name = node.id
+        definitions = [d for d in self.program.binds.get(name, [])]
+        if not definitions:
+            if name in BUILTINS or (self.rules.classes and name in CLASS_BUILTINS):
+                return
+            if name in REFLECTION:
+                self.refuse(node, f"{name} ({REFLECTION[name]})")
+            elif name.startswith("__") and name.endswith("__"):
+                self.refuse(node, f"{name} (a dunder name, which a by-hand answer does not need)")
+            else:
+                self.refuse(node, f"{name} (defined in no cell above this function's check: "
+                                  f"grading runs the notebook only that far)")
+            return
+        if name in self.rules.standing_in:
+            return  # grading calls its own stand-in here; the learner's code is checked on its own
+        for d in definitions:
+            if self.labels[d.cell] != SETUP:
+                self.visit_statement(d)
+                continue
+            module = _imported_module(d.node, name)
+            if module is None:
+                self.refuse(node, f"{name} (it belongs to the notebook's checks, not to your "
+                                  f"answer)")
+            elif module not in MODULES:
+                self.refuse(node, f"{name} (the module {module}, which a by-hand answer does "
+                                  f"not need)")
+
+    def module_of(self, node) -> str | None:
+        """The module an expression names (`torch`, `torch.nn.functional`, `F`), if any."""
+        if isinstance(node, ast.Name):
+            if self.is_local(node.id):
+                return None
+            modules = {_imported_module(d.node, node.id) for d in self.program.binds.get(node.id, [])}
+            modules.discard(None)
+            return modules.pop() if len(modules) == 1 else None
+        if isinstance(node, ast.Attribute):
+            parent = self.module_of(node.value)
+            if parent and f"{parent}.{node.attr}" in MODULES:
+                return f"{parent}.{node.attr}"
+        return None
+
+    def is_class(self, node) -> bool:
+        """Whether `node` names a class the learner defined (`LinearFunction.apply`)."""
+        return isinstance(node, ast.Name) and not self.is_local(node.id) and any(
+            isinstance(d.node, ast.ClassDef) for d in self.program.binds.get(node.id, []))
+
+    def is_local(self, name: str) -> bool:
+        for i, (kind, names) in enumerate(reversed(self.scopes)):
+            if kind == "class" and i > 0:
+                continue  # a class body's names are not visible in its methods
+            if name in names:
+                return True
+        return False
+
+    # -- the walk -----------------------------------------------------------------------------
+    def visit(self, node) -> None:
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is not None:
+            method(node)
+        else:
+            self.generic(node)
+
+    def generic(self, node) -> None:
+        for child in ast.iter_child_nodes(node):
+            self.visit(child)
+
+    def _function(self, node) -> None:
+        for d in getattr(node, "decorator_list", []):
+            self.visit(d)
+        args = node.args
+        for default in (*args.defaults, *args.kw_defaults):
+            if default is not None:
+                self.visit(default)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+                if a is not None and a.annotation is not None:
+                    self.visit(a.annotation)
+            if node.returns is not None:
+                self.visit(node.returns)
+            if self.scopes and self.scopes[-1][0] == "class":
+                params = [*args.posonlyargs, *args.args]
+                if params:
+                    self.ctx_names.add(params[0].arg)
+        self.scopes.append(("function", _locals(node)))
+        for statement in (node.body if isinstance(node.body, list) else [node.body]):
+            self.visit(statement)
+        self.scopes.pop()
+
+    def visit_FunctionDef(self, node) -> None:
+        self._function(node)
+
+    def visit_AsyncFunctionDef(self, node) -> None:
+        self.refuse(node, "async def (asynchronous code, which a by-hand answer does not need)")
+
+    def visit_Lambda(self, node) -> None:
+        self._function(node)
+
+    def visit_ClassDef(self, node) -> None:
+        if not self.rules.classes:
+            self.refuse(node, f"class {node.name} (a class definition, which this exercise does "
+                              f"not need: write functions)")
+            return
+        for n in (*node.decorator_list, *node.bases, *(k.value for k in node.keywords)):
+            self.visit(n)
+        names = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        names |= {t.id for n in node.body if isinstance(n, ast.Assign) for t in n.targets
+                  if isinstance(t, ast.Name)}
+        self.scopes.append(("class", names))
+        for statement in node.body:
+            saved = self.lenient
+            self.lenient = bool(self.rules.section) and isinstance(statement, ast.FunctionDef) \
+                and statement.name != self.rules.section
+            self.visit(statement)
+            self.lenient = saved
+        self.scopes.pop()
+
+    def visit_Import(self, node) -> None:
+        for a in node.names:
+            self._import(node, a.name)
+
+    def visit_ImportFrom(self, node) -> None:
+        module = node.module or ""
+        if node.level:
+            self.refuse(node, "a relative import (a by-hand answer imports only torch, math, "
+                              "itertools, functools, operator, copy)")
+            return
+        for a in node.names:
+            if a.name == "*":
+                self.refuse(node, f"from {module} import * (names that cannot be checked: "
+                                  f"import the module, or the names you use)")
+            elif f"{module}.{a.name}" in MODULES:
+                continue
+            elif self._import(node, module):
+                why = _module_attribute(module, a.name, self.rules)
+                if why:
+                    self.refuse(node, f"{self._spelled(module, a.name)} ({why})")
+
+    def _import(self, node, module: str) -> bool:
+        top = module.split(".")[0]
+        if module in MODULES:
+            if module == "torch.autograd" and not self.rules.classes:
+                self.refuse(node, "torch.autograd (autograd, which the exercise computes by hand)")
+                return False
+            return True
+        if top in ("numpy", "scipy", "jax", "tensorflow", "cupy", "sympy", "pandas"):
+            why = ("another library: leaving torch, what it computes cannot be checked; stay in "
+                   "torch (plain Python on .tolist() is fine)")
+        elif top == "torch":
+            why = "a part of torch a by-hand answer does not need"
+        elif top == "autograder":
+            why = "the grader's own modules"
+        else:
+            why = ("a module a by-hand answer does not need; modules that reach the "
+                   "interpreter, files or other processes are never allowed")
+        self.refuse(node, f"import {module} ({why})")
+        return False
+
+    def visit_Name(self, node) -> None:
+        if isinstance(node.ctx, ast.Load) and not self.is_local(node.id):
+            self.resolve_global(node)
+
+    def _spelled(self, module: str, name: str) -> str:
+        short = {"torch.nn.functional": "F", "torch.nn": "nn"}.get(module, module)
+        return self.rules.spelling.get(name) or f"{short}.{name}"
+
+    def visit_Attribute(self, node) -> None:
+        attr = node.attr
+        module = self.module_of(node.value)
+        storing = isinstance(node.ctx, (ast.Store, ast.Del))
+        if module is not None:
+            if storing:
+                self.refuse(node, f"assigns {self._spelled(module, attr)} (changing a module: "
+                                  f"patching torch or Python, which an answer never needs)")
+                return
+            why = _module_attribute(module, attr, self.rules, self.lenient)
+            if why:
+                self.refuse(node, f"{self._spelled(module, attr)} ({why})")
+            return  # the module itself is an import, checked where it is bound
+        self.visit(node.value)
+        ctx = isinstance(node.value, ast.Name) and node.value.id in self.ctx_names \
+            and self.is_local(node.value.id)
+        if attr.startswith("__") and attr.endswith("__"):
+            self.refuse(node, f".{attr} (a dunder attribute, which a by-hand answer does not "
+                              f"need: it reaches Python's internals)")
+        elif attr.startswith("_") and not (attr.startswith("_foreach_") and op_allowed(attr, self.rules)):
+            self.refuse(node, f".{attr} (a private attribute, which a by-hand answer does not "
+                              f"need)")
+        elif storing:
+            if attr not in STORED and not ctx and not self.is_class(node.value):
+                self.refuse(node, f"assigns .{attr} (an answer assigns only a tensor's .data, "
+                                  f".grad or .requires_grad)")
+        elif ctx or attr in TENSOR_META or attr in PYTHON_METHODS or op_allowed(attr, self.rules) \
+                or (self.rules.classes and self.is_class(node.value)) \
+                or (self.lenient and attr not in self.rules.banned):
+            return
+        else:
+            self.refuse(node, f".{attr} ({self.rules.spelling.get(attr) or 'a method'}: "
+                              f"not one a by-hand answer needs)")
+
+    def visit_Global(self, node) -> None:
+        for name in node.names:
+            if name in REFLECTION or name.startswith("__"):
+                self.refuse(node, f"global {name} (rebinding Python's own names)")
+
+
+SETUP = "the notebook's setup cell"
+
+
+def refusals(cells: list[dict], function: str, rules: Rules) -> list[Refusal]:
+    """What the code `function` can reach uses outside `rules`, in the cells that run above its
+    check cell: each `{"source", "label", "answer"}`, `answer` the grade_id of an answer cell
+    (None for others), `label` how messages name the cell (SETUP for the notebook's own)."""
+    program = _Program(cells)
+    labels = [c["label"] for c in cells]
+    start = [_Definition(i, node) for i, (c, tree) in enumerate(zip(cells, program.trees))
+             if c.get("answer") == function and tree is not None for node in tree.body]
+    start += [d for d in program.binds.get(function, []) if labels[d.cell] != SETUP]
+    checker = _Checker(program, rules, labels)
+    return checker.run(start)
+
+
+def reached(cells: list[dict], functions) -> dict[int, set[int]]:
+    """cell index -> the lines of the statements that answer cells and `functions` reach by
+    name, transitively (a helper, a constant, an import a cell the learner added defines): what
+    grading runs of the cells that are not answer cells, and nothing else of them."""
+    program = _Program(cells)
+    todo = list(functions)
+    for c, tree in zip(cells, program.trees):
+        if c.get("answer") is not None and tree is not None:
+            todo += [n.id for n in ast.walk(tree) if isinstance(n, ast.Name)]
+    seen, out = set(), {}
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for d in program.binds.get(name, []):
+            node = d.node
+            first = min([node.lineno, *(x.lineno for x in getattr(node, "decorator_list", []))])
+            out.setdefault(d.cell, set()).update(range(first, (node.end_lineno or node.lineno) + 1))
+            todo += [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+    return out
