@@ -86,7 +86,7 @@ CREATION = frozenset({
     "zeros", "zeros_like", "ones", "ones_like", "empty", "empty_like", "empty_strided", "full",
     "full_like", "new_zeros", "new_ones", "new_empty", "new_empty_strided", "new_full", "scalar_tensor",
     "arange", "linspace", "eye", "lift_fresh", "lift_fresh_copy", "_to_copy", "clone", "copy_", "fill_",
-    "zero_", "detach", "detach_", "_local_scalar_dense", "is_nonzero", "equal", "allclose", "isclose",
+    "zero_", "detach", "detach_", "set_", "_local_scalar_dense", "is_nonzero", "equal", "allclose", "isclose",
     "rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "randperm", "normal",
     "normal_", "uniform_", "bernoulli", "bernoulli_", "random_",
 })
@@ -277,14 +277,18 @@ def subset_rules(assignment: Assignment, function: str):
     from autograder.subset import Rules
     if function not in assignment.allowed:
         return None
-    from autograder.student import _BANNED_SPELLING
-    stand_in = frozenset(_stand_in_names(assignment.id)) - {function}
+    from autograder.student import _BANNED_SPELLING, _OPERATOR_SPELLING
+    # An exercise builds on the ones before it: their functions may be called (grading runs its
+    # stand-in for them), a later one's may not (relu through the sigmoid of exercise 3).
+    earlier = assignment.functions[:assignment.functions.index(function)]
+    stand_in = frozenset(_stand_in_names(assignment.id)) & frozenset(earlier)
     return Rules(ops=assignment.allowed[function], banned=assignment.banned.get(function, frozenset()),
                  classes=function in assignment.allowed_section,
                  section=assignment.allowed_section.get(function, ""),
-                 spelling={k: v.split(" (")[0] for k, v in _BANNED_SPELLING.items()},
+                 spelling={k: v.split(" (")[0] for k, v in (_OPERATOR_SPELLING | _BANNED_SPELLING).items()},
                  instead=assignment.banned_reason.get(function, "write the formula yourself"),
-                 standing_in=stand_in)
+                 standing_in=stand_in,
+                 later=frozenset(_stand_in_names(assignment.id)) - stand_in - {function})
 
 
 def _stand_in_names(assignment_id: str) -> set[str]:

@@ -1,4 +1,9 @@
-"""Constructs no exercise needs, found in the learner's answer cells: flagged for the instructor.
+"""Constructs no exercise needs, found in the learner's code: flagged for the instructor.
+
+By-hand answers are not flagged: what they may use is decided, and refused, from their code
+(autograder/subset.py). Flags are for the rest: the answers of exercises whose subject is autograd
+or torch itself (04, 07's FakeQuantize, train_quantized, record_ops, 06's layer_grad_norms) and
+the cells a learner added.
 
 Runs in the grader, never in the learner's process: it reads the notebook's code with `ast`
 (nothing is executed). A flag does not change the score. It names what could reach into the
@@ -16,13 +21,17 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.course import subset_rules
 from autograder.notebook import NotGradable, _source, read_cells, recognise
+from autograder.subset import lines_of
 
 MAX_LINE = 200
 """Characters of a flagged line quoted in a flag."""
 
-_MODULES = {"gc": "gc (the garbage collector reaches every live object)",
-            "ctypes": "ctypes (raw memory)",
+_MODULES = {"ctypes": "ctypes (raw memory)",
+            "pickle": "pickle (its data names functions to call: any module, gc's included)",
+            "marshal": "marshal (code objects from bytes)",
+            "_pickle": "pickle (its data names functions to call: any module, gc's included)",
             "importlib": "importlib (imports by string)",
             "builtins": "builtins (patching Python's builtins)",
             "inspect": "inspect (frames of the running code)",
@@ -49,6 +58,7 @@ _NAMES = {
     "__code__": "__code__ (rewriting a function's code)",
     "get_objects": "gc.get_objects (every live object)",
     "get_referrers": "gc.get_referrers (every live object)",
+    "get_referents": "gc.get_referents (the objects an object holds)",
     "fork": "os.fork (another process: what it computes cannot be checked)",
     "forkpty": "os.forkpty (another process: what it computes cannot be checked)",
     "posix_spawn": "os.posix_spawn (another process: what it computes cannot be checked)",
@@ -118,7 +128,7 @@ def flags_in(source: str, cell: str) -> list[Flag]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    lines = source.splitlines()
+    lines = lines_of(source)
     found: dict[tuple[int, str], Flag] = {}
 
     def flag(node, what: str) -> None:
@@ -195,6 +205,10 @@ def review_notebook(path: str | Path) -> list[Flag]:
             continue  # the instructor's locked cells (the grader runs its own copy anyway)
         if cell.grade_id is None and cell.source.strip() in known:
             continue  # instructor code the learner left as it was
+        if cell.grade_id is not None and assignment is not None \
+                and cell.grade_id in assignment.functions \
+                and subset_rules(assignment, cell.grade_id) is not None:
+            continue  # a by-hand answer: what it may use is refused, not flagged (subset.py)
         out += flags_in(cell.source, cell.grade_id or "a cell you added")
     return out
 

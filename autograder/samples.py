@@ -39,6 +39,8 @@ class Scenario:
     """graded function -> phrases that must appear in its failure messages."""
     nbgrader: bool = True
     """False for code that kills a notebook kernel (os._exit): nbgrader cannot grade it alike."""
+    added: dict[str, str] = field(default_factory=dict)
+    """grade_id of an answer cell -> a code cell the learner added just above it."""
     flags: list[str] = field(default_factory=list)
     """"grade_id: construct" of every flag autograder/review.py must raise ("matmul: gc");
     none for a sample without the key."""
@@ -54,7 +56,8 @@ def load_scenarios(assignment: str) -> list[Scenario]:
                      expect=s.get("expect", {}),
                      messages={k: [v] if isinstance(v, str) else v
                                for k, v in s.get("messages", {}).items()},
-                     nbgrader=s.get("nbgrader", True), flags=s.get("flags", []))
+                     nbgrader=s.get("nbgrader", True), flags=s.get("flags", []),
+                     added=s.get("added", {}))
             for s in data["student"]]
 
 
@@ -83,16 +86,21 @@ def submission_notebook(scenario: Scenario, root: Path = ROOT) -> nbformat.Noteb
     release = nbformat.read(root / "release" / a.id / a.notebook, as_version=4)
     source = nbformat.read(root / "source" / a.id / a.notebook, as_version=4)
     solutions = {answer_id(c): _SOLUTION_MARKER.sub("", c.source) for c in source.cells if answer_id(c)}
-    unknown = set(scenario.code) - set(solutions)
+    unknown = (set(scenario.code) | set(scenario.added)) - set(solutions)
     if unknown:
         raise ValueError(f"{scenario.student}: no answer cell with grade_id {sorted(unknown)} "
                          f"in {a.id}")
+    cells = []
     for cell in release.cells:
         grade_id = answer_id(cell)
+        if grade_id in scenario.added:
+            cells.append(nbformat.v4.new_code_cell(scenario.added[grade_id].strip("\n")))
         if grade_id in scenario.code:
             cell.source = scenario.code[grade_id].strip("\n")
         elif grade_id and scenario.answers == "solution":
             cell.source = solutions[grade_id]
+        cells.append(cell)
+    release.cells = cells
     return release
 
 

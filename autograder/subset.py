@@ -60,7 +60,7 @@ REFLECTION = {
     **dict.fromkeys(("getattr", "setattr", "delattr", "hasattr", "vars", "globals", "locals",
                      "dir", "type", "object", "property", "memoryview", "super", "classmethod",
                      "staticmethod"),
-                    "reflection (reaching objects and attributes by name or by their type)"),
+                    "reflection: reaching objects and attributes by name or by their type"),
     **dict.fromkeys(("eval", "exec", "compile", "__import__", "__build_class__"),
                     "running code given as text"),
     **dict.fromkeys(("open", "input", "breakpoint", "help", "exit", "quit", "__builtins__",
@@ -144,8 +144,11 @@ class Rules:
     """For a class: the method the by-hand rule is about (07: "backward"); its other methods
     may use any public torch function (LinearFunction's forward), reflection still refused."""
     standing_in: frozenset = frozenset()
-    """Graded functions that grading replaces by its own stand-in while this one runs: a call
-    of one is allowed, its code is checked under its own rules."""
+    """Graded functions of earlier exercises that grading replaces by its own stand-in while this
+    one runs: a call of one is allowed, its code is checked under its own rules."""
+    later: frozenset = frozenset()
+    """Graded functions of later exercises that have a stand-in: not to be called (the stand-in
+    would compute, unchecked, what this exercise may not use)."""
 
 
 @dataclass(frozen=True)
@@ -365,6 +368,12 @@ class _Checker:
     def resolve_global(self, node: ast.Name) -> None:
         """A global name used by reached code: allowed, checked where it is defined, or refused."""
         name = node.id
+        if name in self.rules.standing_in:
+            return  # grading calls its own stand-in here; the learner's code is checked on its own
+        if name in self.rules.later:
+            self.refuse(node, f"{name} (a later exercise's function, which grading replaces with "
+                              f"PyTorch's own: write this one without it)")
+            return
         definitions = [d for d in self.program.binds.get(name, [])]
         if not definitions:
             if name in BUILTINS or (self.rules.classes and name in CLASS_BUILTINS):
@@ -377,8 +386,6 @@ class _Checker:
                 self.refuse(node, f"{name} (defined in no cell above this function's check: "
                                   f"grading runs the notebook only that far)")
             return
-        if name in self.rules.standing_in:
-            return  # grading calls its own stand-in here; the learner's code is checked on its own
         for d in definitions:
             if self.labels[d.cell] != SETUP:
                 self.visit_statement(d)
@@ -534,6 +541,8 @@ class _Checker:
         module = self.module_of(node.value)
         storing = isinstance(node.ctx, (ast.Store, ast.Del))
         if module is not None:
+            if module not in MODULES:
+                return  # an import refused where it is made (or where it is used, for the setup's)
             if storing:
                 self.refuse(node, f"assigns {self._spelled(module, attr)} (changing a module: "
                                   f"patching torch or Python, which an answer never needs)")

@@ -126,7 +126,8 @@ RESULTS = {  # file content -> expected scores per function
     "deeply_nested": (_edit(_nested), FULL),
     "helper_in_added_cell": (_edit(_helper_cell), FULL),
     "defined_below_its_check": (_edit(_below_check), {"matmul": 0, "linear_forward": 6}),
-    "rebound_below_its_check": (_edit(_rebound_below_check), FULL),
+    # matmul keeps its marks; linear_forward's star import is outside its subset of Python
+    "rebound_below_its_check": (_edit(_rebound_below_check), {"matmul": 5, "linear_forward": 0}),
     "nbformat_3": (_v3(SOLUTION).encode(), FULL),
 }
 

@@ -22,7 +22,8 @@ def constructs(source: str, cell: str = "matmul") -> set[str]:
 
 
 @pytest.mark.parametrize("source, construct", [
-    ("import gc\nobjs = gc.get_objects()", "gc"),
+    ("import gc\nobjs = gc.get_objects()", "gc.get_objects"),
+    ("import pickle\nf = pickle.loads(b'cgc\\nget_objects\\n.')", "pickle"),
     ("import ctypes", "ctypes"),
     ("import sys\nf = sys._getframe(1)", "sys._getframe"),
     ("def f():\n    raise ValueError\ntry:\n    f()\nexcept ValueError as e:\n    g = e.__traceback__.tb_frame.f_back.f_globals", "a traceback's tb_frame"),
@@ -49,6 +50,15 @@ def constructs(source: str, cell: str = "matmul") -> set[str]:
 ])
 def test_each_construct_is_flagged(source, construct):
     assert construct in constructs(source), constructs(source)
+
+
+def test_collecting_garbage_alone_is_not_flagged():
+    assert constructs("import gc\ngc.collect()") == set()
+
+
+def test_a_flag_quotes_its_own_line_after_a_form_feed():
+    flags = flags_in("x = 1  # a form feed \x0c here\nimport ctypes\n", "record_ops")
+    assert [(f.line, f.text) for f in flags] == [(2, "import ctypes")]
 
 
 def test_reading_the_mode_stack_is_fine_in_record_ops_only():
@@ -81,9 +91,9 @@ def test_unparsable_code_is_not_flagged():
 
 
 def test_a_flag_quotes_the_cell_and_line():
-    (flag,) = flags_in("x = 1\nimport gc\n", "relu")
-    assert (flag.cell, flag.line, flag.text) == ("relu", 2, "import gc")
-    assert "cell relu, line 2: `import gc`" in flag.describe()
+    (flag,) = flags_in("x = 1\nimport ctypes\n", "graph_nodes")
+    assert (flag.cell, flag.line, flag.text) == ("graph_nodes", 2, "import ctypes")
+    assert "cell graph_nodes, line 2: `import ctypes`" in flag.describe()
 
 
 def _written(scenario, folder: Path) -> Path:
@@ -114,17 +124,17 @@ def test_release_and_solution_notebooks_raise_no_flag(assignment):
 
 
 def test_a_flag_is_a_hidden_zero_point_entry_in_results(tmp_path):
-    nb = nbformat.read(ROOT / "release" / "01_linear_algebra" / "linear_algebra.ipynb", 4)
+    nb = nbformat.read(ROOT / "release" / "04_computational_graph" / "computational_graph.ipynb", 4)
     for cell in nb.cells:
-        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "matmul":
-            cell.source = "import gc\n\ndef matmul(A, B):\n    return A @ B\n"
-    path = tmp_path / "linear_algebra.ipynb"
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "graph_nodes":
+            cell.source = "import ctypes\n\ndef graph_nodes(t):\n    return []\n"
+    path = tmp_path / "computational_graph.ipynb"
     nbformat.write(nb, path)
     (entry,) = review_results(path)
     assert (entry.name, entry.score, entry.max_score, entry.review) == \
-        ("matmul: needs review", 0.0, 0.0, True)
-    assert "cell matmul, line 1: `import gc`" in entry.output
-    passed = Result("matmul", "matmul: works", 5.0, 5.0, "", True)
+        ("graph_nodes: needs review", 0.0, 0.0, True)
+    assert "cell graph_nodes, line 1: `import ctypes`" in entry.output
+    passed = Result("graph_nodes", "graph_nodes: works", 5.0, 5.0, "", True)
     data = report.results_json([passed, entry])
     assert (data["score"], data["max_score"]) == (5.0, 5.0)
     test = data["tests"][1]

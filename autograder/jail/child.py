@@ -8,12 +8,14 @@ treats it as data and decides every score itself.
 
 from __future__ import annotations
 
-import ast
+import _thread
 import functools
 import inspect
 import os
 import resource
+import sys
 import traceback
+import types
 from multiprocessing.connection import Connection
 
 import torch
@@ -23,6 +25,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from autograder.jail import wire
 
 _CELL = "<notebook cell {}>"
+_get_ident = _thread.get_ident
 AUTOGRAD_ENGINE = "autograd.autograd_engine"
 """Recorded when autograd's engine runs (backward(), autograd.grad, torch.func.grad, ...)."""
 FUNCTORCH = "func.functorch_transform"
@@ -48,7 +51,9 @@ class _Recorder:
         """`into()`: the recorder to record in (this one by default; a learner thread's modes
         record in the recorder of the call under way, if any: `_Elsewhere`)."""
         self.seen: set[str] = set()
-        self.paused = 0
+        self.paused: dict[int, int] = {}
+        """thread ident -> depth of trusted grader code running in that thread: only that
+        thread's operations go unrecorded (a learner's thread is recorded meanwhile)."""
         self.section = ""
         """"backward:" while the driver runs the learner's backward (`within`), "" otherwise."""
         into = into or (lambda: self)
@@ -56,7 +61,7 @@ class _Recorder:
         class Functions(TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 recorder = into()
-                if recorder is not None and not recorder.paused:
+                if recorder is not None and not recorder.paused.get(_get_ident()):
                     try:
                         recorder.seen.add(recorder.section + (resolve_name(func) or func.__qualname__))
                     except Exception:  # noqa: BLE001 - a name we cannot read is no evidence
@@ -73,9 +78,13 @@ class _Recorder:
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 recorder = into()
-                if recorder is not None and not recorder.paused:
+                if recorder is not None and not recorder.paused.get(_get_ident()):
                     section = recorder.section
-                    recorder.seen.add(f"{section}aten.{func._overloadpacket.__name__}")
+                    namespace = func.namespace
+                    if namespace in ("aten", "prim", "profiler"):
+                        recorder.seen.add(f"{section}aten.{func._overloadpacket.__name__}")
+                    else:  # an operator registered elsewhere (torch.library): its kernel is unseen
+                        recorder.seen.add(f"{section}other.{namespace}::{func._overloadpacket.__name__}")
                     if func.namespace == "profiler" and args and isinstance(args[0], str) \
                             and args[0].startswith("Optimizer.step#"):
                         # torch.optim's Optimizer.step runs inside record_function("Optimizer.step#SGD.step")
@@ -138,11 +147,12 @@ class _Recorder:
     def trusted(self, function):
         """`function` (grader code) runs unrecorded: its operations are not the learner's."""
         def run(*args, **kwargs):
-            self.paused += 1
+            me = _get_ident()
+            self.paused[me] = self.paused.get(me, 0) + 1
             try:
                 return function(*args, **kwargs)
             finally:
-                self.paused -= 1
+                self.paused[me] -= 1
         return run
 
 
@@ -239,9 +249,12 @@ class _Elsewhere:
         import sys
         import threading
         elsewhere, recorder_class, events = self, _Recorder, self.EVENTS
-        original_start = _thread.start_new_thread
+        def recorded(original):
+            def start(function, *rest, **kwargs):
+                return original(wrap(function), *rest, **kwargs)
+            return start
 
-        def start_new_thread(function, args, kwargs=None):
+        def wrap(function):
             def run(*a, **k):
                 modes = recorder_class(into=lambda: elsewhere.active).modes
                 for mode in modes:
@@ -254,12 +267,15 @@ class _Elsewhere:
                             mode.__exit__(None, None, None)
                         except BaseException:  # noqa: BLE001 - the learner's thread left its stack so
                             pass
-            return original_start(run, args, {} if kwargs is None else kwargs)
+            return run
 
+        # Every way a thread starts: _thread's (3.13's threading calls start_joinable_thread)
+        # and threading's own references to them.
         for owner, name in ((_thread, "start_new_thread"), (_thread, "start_new"),
-                            (threading, "_start_new_thread")):
+                            (_thread, "start_joinable_thread"), (threading, "_start_new_thread"),
+                            (threading, "_start_joinable_thread")):
             if hasattr(owner, name):
-                setattr(owner, name, start_new_thread)
+                setattr(owner, name, recorded(getattr(owner, name)))
 
         def process_started() -> None:
             elsewhere.started = True
@@ -281,8 +297,10 @@ class _Elsewhere:
         self._jailed = jailed
 
     def others_alive(self) -> bool:
-        """Whether a process the learner started is alive (only in the jail's PID namespace)."""
-        if not (self.started and self._jailed):
+        """Whether any process but the jail's init, the server and this child is alive (only in
+        the jail's PID namespace): one the learner started, however (a raw fork through ctypes
+        raises no audit event), or one left by whatever ran in the jail before."""
+        if not self._jailed:
             return False
         known = {"1", str(os.getpid()), str(os.getppid())}
         try:
@@ -314,7 +332,7 @@ def warm_up() -> None:
         (x * 2).sum().backward()
     wire.encode((x, x.grad, torch.float64, 1.5), lambda t: (None, None))
     inspect.signature(warm_up)
-    _definitions("import os\nX = 1\ndef f():\n    pass\n")
+    _plain((x, [1.5], {"a": None}))
 
 
 def bound(memory_limit: int, cpu_seconds: int, processes: int, file_bytes: int) -> None:
@@ -366,28 +384,6 @@ def _tensors(value, path, out):
     return out
 
 
-def _definitions(source: str) -> str | None:
-    """Only the imports, functions and classes of a cell the learner added (no demo code)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    tree.body = [node for node in tree.body if isinstance(node, keep) or _constant(node)]
-    return ast.unparse(tree) if tree.body else None
-
-
-def _constant(node) -> bool:
-    """`EPS = 1e-8`: an assignment of a literal, which a helper may rely on."""
-    if not isinstance(node, ast.Assign):
-        return False
-    try:
-        ast.literal_eval(node.value)
-    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-        return False
-    return True
-
-
 def run_cells(cells: list[dict], started=lambda i: None) -> tuple[dict, list[str]]:
     """Run the cells in one namespace, as the notebook would; a cell that raises does not stop the rest.
 
@@ -399,10 +395,6 @@ def run_cells(cells: list[dict], started=lambda i: None) -> tuple[dict, list[str
     for i, cell in enumerate(cells, 1):
         started(i - 1)
         source = cell["source"]
-        if cell.get("definitions_only"):
-            source = _definitions(source)
-            if source is None:
-                continue
         try:
             exec(compile(source, _CELL.format(i), "exec"), namespace)
         except BaseException as error:  # noqa: BLE001 - learner code may raise anything
@@ -429,10 +421,14 @@ def _caller():
     """
     Recorder, encode, decode, tensors, exception = _Recorder, wire.encode, wire.decode, _tensors, _exception
     trusted_code, signature, partial, equal = _trusted_code, inspect.signature, functools.partial, torch.equal
-    restore_builtins, elsewhere = _builtins_keeper(), _ELSEWHERE
+    restore_builtins, elsewhere, plain = _builtins_keeper(), _ELSEWHERE, _plain
+    restore_torch, hooks_off, originals = _namespace_keeper(), _hooks_keeper(), _originals()
+    storage_of, numel_of, detach = torch.Tensor.untyped_storage, torch.Tensor.numel, torch.Tensor.detach
 
     def call(namespace: dict, request: dict) -> dict:
         restore_builtins()  # the cells may have replaced some: this code relies on them
+        restore_torch()  # and torch's names, which the stand-ins and the encoder rely on
+        hooks_off()  # a profile or trace hook set by the cells would run during the report
         function = namespace.get(request["call"])
         if not callable(function):
             return {"status": "missing"}
@@ -464,8 +460,8 @@ def _caller():
         origins = {id(t): p for p, t in passed}  # positional origin ("arg0[2]"), not the learner's names
         memory = {}  # the address of each passed tensor's data -> its origin (the first, for aliases)
         for p, t in passed:
-            if t.numel():
-                memory.setdefault(t.untyped_storage().data_ptr(), p)
+            if numel_of(t):
+                memory.setdefault(storage_of(t).data_ptr(), p)
         # Learner's parameter names for messages ("W", "params[2]"); the grader checks the
         # tensors it sent itself, this covers the objects recipes built in here.
         before = []
@@ -481,14 +477,15 @@ def _caller():
             if id(t) in origins:
                 return origins[id(t)], None
             try:
-                return None, memory.get(t.untyped_storage().data_ptr()) if t.numel() else None
+                return None, memory.get(storage_of(t).data_ptr()) if numel_of(t) else None
             except Exception:  # noqa: BLE001 - no storage to compare (a learner's tensor subclass)
                 return None, None
 
         # The grader's own versions of the other graded functions stand in for the
         # learner's while this one runs, so one broken function costs only its own points.
         for name, source in request.get("references", {}).items():
-            scope = {"torch": torch, "F": torch.nn.functional}
+            # torch's functions as they were before any learner code ran, whatever it rebound
+            scope = dict(originals)
             exec(trusted_code(source, "<grader reference>"), scope)
             # A class (an autograd.Function) stays a class; its methods run as recorded code.
             namespace[name] = scope[name] if isinstance(scope[name], type) else recorder.trusted(scope[name])
@@ -496,42 +493,167 @@ def _caller():
         if elsewhere.others_alive():
             recorder.seen.add(PROCESS)
         elsewhere.active = recorder
+        encoded, unreadable = None, None
         try:
             with recorder:
                 try:
                     value = function(*args, **kwargs)
                 finally:
                     intact = recorder.intact()
+                # The report is made here, still recorded: nothing learner code set up runs
+                # unseen while the grader reads the result (a hook, a patched builtin or torch
+                # name, a tensor subclass, a thread that writes into the result afterwards).
+                restore_builtins()
+                restore_torch()
+                intact = hooks_off() and intact
+                try:
+                    encoded = recorder.trusted(lambda: [encode(plain(v), origin_of) for v in (
+                        value, tuple(args),
+                        {k: v for k, v in named.items() if not isinstance(v, torch.nn.Module)}
+                        | {f"{k}.{n}": p for k, v in named.items()
+                           if isinstance(v, torch.nn.Module) for n, p in v.named_parameters()})])()
+                except BaseException as error:  # noqa: BLE001 - a hostile return value
+                    unreadable = str(error)[:200] if isinstance(error, _NotPlain) else ""
+                intact = hooks_off() and intact
             status, exc = "ok", None
         except BaseException as error:  # noqa: BLE001
             status, value, exc = "exception", None, exception(error)
+            intact = hooks_off() and intact
         elsewhere.active = None
         if elsewhere.others_alive():
             recorder.seen.add(PROCESS)
         restore_builtins()
+        restore_torch()
         if not intact:
             status, value, exc = "exception", None, {
                 "type": "RecorderSwitchedOff", "bases": ["RecorderSwitchedOff"],
                 "message": SWITCHED_OFF, "where": ""}
         mutated = [p for p, t, old in before
-                   if t.shape != old.shape or t.dtype != old.dtype or not equal(t.detach(), old)]
+                   if t.shape != old.shape or t.dtype != old.dtype or not equal(detach(t), old)]
         reply = {"status": status, "exception": exc, "used": sorted(recorder.seen),
                  "params": params, "mutated": mutated}
-        try:
-            reply["value"] = encode(value, origin_of)
-            reply["args_after"] = encode(tuple(args), origin_of)
-            reply["named_after"] = encode(
-                {k: v for k, v in named.items() if not isinstance(v, torch.nn.Module)}
-                | {f"{k}.{n}": p for k, v in named.items() if isinstance(v, torch.nn.Module)
-                   for n, p in v.named_parameters()}, origin_of)
-        except BaseException as error:  # noqa: BLE001 - a hostile return value
+        if status == "ok" and encoded is not None:
+            reply["value"], reply["args_after"], reply["named_after"] = encoded
+        elif status == "ok":
             reply.update(status="exception", value=None, args_after=None, named_after=None,
                          exception={"type": "UnreadableResult", "bases": ["UnreadableResult"],
-                                    "message": "the returned value could not be read", "where": ""})
+                                    "message": unreadable or "the returned value could not be read",
+                                    "where": ""})
         return reply
 
 
     return call
+
+
+class _NotPlain(TypeError):
+    """A returned value holds an object of a type the grader does not read (its message says which)."""
+
+
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+def _plain(value, depth: int = 0):
+    """`value` checked to hold only exact plain types (a tensor subclass, or a list subclass, could
+    run learner code while the grader reads it): tensors, numbers, strings, None, dtypes,
+    torch.Size, and lists, tuples and str-keyed dicts of them; other objects are left for the
+    encoder to report as unsupported, never called."""
+    kind = type(value)
+    if depth > 50:
+        raise _NotPlain("the returned value is nested too deeply")
+    if kind in _PLAIN_TENSORS:
+        return value
+    if isinstance(value, torch.Tensor):
+        raise _NotPlain(f"the returned value holds a {kind.__name__[:80]}, a subclass of "
+                        "torch.Tensor: return a plain tensor")
+    if value is None or kind in (bool, int, float, str, torch.dtype, torch.Size):
+        return value
+    # Containers, subclasses too (torch.max's named tuple), read through the base type's own
+    # methods, never the subclass's.
+    if isinstance(value, (list, tuple)):
+        base = list if isinstance(value, list) else tuple
+        return base(_plain(base.__getitem__(value, i), depth + 1) for i in range(base.__len__(value)))
+    if isinstance(value, dict):
+        items = dict.items(value)
+        if not all(type(k) is str for k, _ in items):
+            return wire.Unsupported("dict")
+        return {str.__str__(k): _plain(v, depth + 1) for k, v in items}
+    # a subclass of a number or string (numpy's float64 is one): its plain value, read by the
+    # base type's own method, never the subclass's
+    for base in (int, float, str):
+        if isinstance(value, base) and kind is not bool:
+            return getattr(base, f"__{base.__name__}__")(value)
+    return wire.Unsupported(kind.__qualname__[:80])
+
+
+def _namespace_keeper():
+    """A function that puts torch's namespaces back as they were now (before learner code):
+    learner code may rebind torch.relu or Tensor.detach, which the stand-ins and the report
+    rely on. Names torch adds by itself later (a submodule imported lazily) are left alone."""
+    owners = [torch, torch.nn, torch.nn.functional, torch.autograd, torch.Tensor,
+              torch._C.TensorBase, torch.nn.Parameter, torch.linalg]
+    saved = [(owner, dict(vars(owner))) for owner in owners]
+    setter, deleter = setattr, delattr
+
+    def restore() -> None:
+        for owner, names in saved:
+            now = vars(owner)
+            if len(now) == len(names) and all(now.get(k) is v for k, v in names.items()):
+                continue
+            for k, v in names.items():
+                if now.get(k) is not v:
+                    try:
+                        setter(owner, k, v)
+                    except (AttributeError, TypeError):
+                        pass
+            for k in [k for k in now if k not in names and not isinstance(now[k], types.ModuleType)]:
+                try:
+                    deleter(owner, k)
+                except (AttributeError, TypeError):
+                    pass
+    return restore
+
+
+def _hooks_keeper():
+    """A function that removes every profile, trace and monitoring hook (they run code at each
+    function call, the grader's included) and says whether none was set."""
+    import threading
+    setprofile, settrace, getprofile, gettrace = sys.setprofile, sys.settrace, sys.getprofile, sys.gettrace
+    monitoring = getattr(sys, "monitoring", None)
+    tools = range(6)
+    threading_off = [getattr(threading, n) for n in ("setprofile", "settrace") if hasattr(threading, n)]
+    all_threads = [getattr(threading, n) for n in ("setprofile_all_threads", "settrace_all_threads")
+                   if hasattr(threading, n)]
+    own = {tool for tool in tools if monitoring is not None and monitoring.get_tool(tool) is not None}
+
+    def off() -> bool:
+        clean = getprofile() is None and gettrace() is None
+        setprofile(None)
+        settrace(None)
+        for f in threading_off:
+            f(None)
+        for f in all_threads:
+            f(None)
+        if monitoring is not None:
+            for tool in tools:
+                if tool not in own and monitoring.get_tool(tool) is not None:
+                    clean = False
+                    monitoring.set_events(tool, 0)
+                    monitoring.free_tool_id(tool)
+        return clean
+    return off
+
+
+def _originals() -> dict:
+    """What the grader's stand-ins see as `torch` and `F`: copies of the modules' namespaces
+    taken before learner code runs (`torch.relu = torch.sigmoid` in a cell changes nothing)."""
+    def copy(module, **extra):
+        twin = types.ModuleType(module.__name__)
+        vars(twin).update(vars(module))
+        vars(twin).update(extra)
+        return twin
+    functional = copy(torch.nn.functional)
+    nn = copy(torch.nn, functional=functional)
+    return {"torch": copy(torch, nn=nn), "F": functional, "nn": nn}
 
 
 def _builtins_keeper():
@@ -561,10 +683,10 @@ def main(fd: int, limits: dict) -> None:
     conn = Connection(fd)
     limit_resources(**limits)
     # From here on this function holds all it uses as locals: learner code runs next.
-    call, dumps, loads, report, run = _caller(), wire.dumps, wire.loads, _exception, run_cells
-    send, receive, leave = conn.send_bytes, conn.recv_bytes, os._exit
     _WATCH.install()
     _ELSEWHERE.install(jailed=bool(os.environ.get("AUTOGRADER_SCRATCH")))
+    call, dumps, loads, report, run = _caller(), wire.dumps, wire.loads, _exception, run_cells
+    send, receive, leave = conn.send_bytes, conn.recv_bytes, os._exit
     _forget_grader_modules()
     try:
         cells = loads(receive(64 << 20))

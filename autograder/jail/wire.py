@@ -97,18 +97,27 @@ def encode(value: Any, origin_of: Callable[[Any], tuple[str | None, str | None]]
         return [encode(v, origin_of) for v in value]
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {"__dict__": {k: encode(v, origin_of) for k, v in value.items()}}
+    if isinstance(value, Unsupported):
+        return {"__unsupported__": value.type_name}
     if isinstance(value, Recipe):
         return {"__recipe__": {"source": value.source, "name": value.name,
                                "args": encode(value.args)}}
     return {"__unsupported__": type(value).__qualname__}
 
 
+_T = torch.Tensor
+_detach, _contiguous, _reshape, _view, _numpy, _numel = (
+    _T.detach, _T.contiguous, _T.reshape, _T.view, _T.numpy, _T.numel)
+"""Taken when this module loads, before learner code runs: an attribute the learner set on a
+returned tensor (`t.detach = ...`) or on the class is never what reads it."""
+
+
 def _encode_tensor(t: torch.Tensor, origin_of) -> Any:
-    if t.layout != torch.strided or t.device.type != "cpu" or t.numel() > MAX_ELEMENTS \
+    if t.layout != torch.strided or t.device.type != "cpu" or _numel(t) > MAX_ELEMENTS \
             or str(t.dtype).removeprefix("torch.") not in _DTYPES:
-        return {"__unsupported__": f"tensor ({t.dtype}, {t.layout}, {t.device}, {t.numel()} elements)"}
-    data = t.detach().contiguous().reshape(-1)
-    raw = data.view(torch.uint8).numpy().tobytes() if data.numel() else b""
+        return {"__unsupported__": f"tensor ({t.dtype}, {t.layout}, {t.device}, {_numel(t)} elements)"}
+    data = _reshape(_contiguous(_detach(t)), -1)
+    raw = _numpy(_view(data, torch.uint8)).tobytes() if _numel(data) else b""
     grad = t.grad if t.is_leaf else None
     origin, shares = origin_of(t) if origin_of else (None, None)
     return {"__tensor__": {
@@ -118,7 +127,8 @@ def _encode_tensor(t: torch.Tensor, origin_of) -> Any:
         "requires_grad": bool(t.requires_grad),
         "is_leaf": bool(t.is_leaf),
         "grad_fn": type(t.grad_fn).__name__ if t.grad_fn is not None else None,
-        "grad": _encode_tensor(grad, None) if isinstance(grad, torch.Tensor) else None,
+        "grad": (_encode_tensor(grad, None) if type(grad) in (torch.Tensor, torch.nn.Parameter)
+                 else {"__unsupported__": "a tensor subclass"} if grad is not None else None),
         "origin": origin,
         "shares": shares,
     }}
