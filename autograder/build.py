@@ -19,6 +19,38 @@ from autograder.course import ASSIGNMENTS, ROOT
 _SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) (SOLUTION|MARK SCHEME)[ \t]*\n?", re.M)
 
 
+BY_HAND_CELL = "setup_by_hand"
+"""grade_id of the locked cell that holds autograder/subset.py, in notebooks with by-hand exercises."""
+BY_HAND_HEADER = ("# What a by-hand answer may use. Grading reads your code with this (before running it), and so do\n"
+                  "# the checks after each exercise; you do not need to read it. A copy of autograder/subset.py.\n")
+
+
+def by_hand_cell_source() -> str:
+    """The source of the BY_HAND_CELL: the grader's own subset checker, one implementation."""
+    return BY_HAND_HEADER + (ROOT / "autograder" / "subset.py").read_text()
+
+
+def sync_by_hand_cell(path: Path) -> bool:
+    """Put the current subset.py into the notebook's BY_HAND_CELL (after its setup cell), if the
+    notebook has by-hand exercises; True if the file changed."""
+    if not any(a.allowed for a in ASSIGNMENTS.values() if a.source == path):
+        return False
+    nb = nbformat.read(path, as_version=4)
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    text = by_hand_cell_source()
+    cell = cells.get(BY_HAND_CELL)
+    if cell is None:
+        cell = nbformat.v4.new_code_cell(text, metadata={"nbgrader": {
+            "grade": False, "grade_id": BY_HAND_CELL, "locked": True, "schema_version": 3,
+            "solution": False}})
+        nb.cells.insert(nb.cells.index(cells["setup"]) + 1, cell)
+    elif cell.source == text:
+        return False
+    cell.source = text
+    nbformat.write(nb, path)
+    return True
+
+
 def tool_env() -> dict[str, str]:
     """Environment in which nbgrader finds its helpers (it runs `alembic` from PATH)."""
     bin_dir = str(Path(sys.executable).parent)
@@ -79,6 +111,8 @@ def build(assignments: list[str]) -> int:
     chosen = assignments or [a for a in ASSIGNMENTS if ASSIGNMENTS[a].source.is_file()]
     total = 0.0
     for assignment in chosen:
+        if sync_by_hand_cell(ASSIGNMENTS[assignment].source):
+            print(f"{assignment}: {BY_HAND_CELL} <- autograder/subset.py")
         print(f"{assignment}: release ->", generate_release(assignment).relative_to(ROOT))
         path, seconds = build_solutions(assignment)
         total += seconds

@@ -273,24 +273,13 @@ def graded_functions() -> dict[str, str]:
 
 def subset_rules(assignment: Assignment, function: str):
     """The subset of Python `function`'s answer is written in (autograder/subset.py), or None
-    for a function whose exercise is autograd or torch itself (no by-hand rule)."""
-    from autograder.subset import Rules
-    if function not in assignment.allowed:
-        return None
-    from autograder.student import _BANNED_SPELLING, _OPERATOR_SPELLING
-    # An exercise builds on the ones before it: their functions may be called (grading runs its
-    # stand-in for them), a later one's may not (relu through the sigmoid of exercise 3).
-    earlier = assignment.functions[:assignment.functions.index(function)]
-    stand_in = frozenset(_stand_in_names(assignment.id)) & frozenset(earlier)
-    return Rules(ops=assignment.allowed[function], banned=assignment.banned.get(function, frozenset()),
-                 classes=function in assignment.allowed_section,
-                 section=assignment.allowed_section.get(function, ""),
-                 spelling={k: v.split(" (")[0] for k, v in (_OPERATOR_SPELLING | _BANNED_SPELLING).items()},
-                 instead=assignment.banned_reason.get(function, "write the formula yourself"),
-                 standing_in=stand_in,
-                 later=frozenset(_stand_in_names(assignment.id)) - stand_in - {function})
-
-
-def _stand_in_names(assignment_id: str) -> set[str]:
+    for a function whose exercise is autograd or torch itself (no by-hand rule). Built from the
+    same lists, in the same shape, as the notebooks' checks build it (subset.rules_from_lists)."""
     from autograder.notebook import stand_ins
-    return set(stand_ins(assignment_id))
+    from autograder.subset import rules_from_lists
+    key = lambda f: f"{f}.{assignment.allowed_section[f]}" if f in assignment.allowed_section else f
+    return rules_from_lists(function, assignment.functions,
+                            {key(f): ops for f, ops in assignment.allowed.items()},
+                            {key(f): names for f, names in assignment.banned.items()},
+                            {key(f): why for f, why in assignment.banned_reason.items()},
+                            stand_ins(assignment.id))

@@ -135,15 +135,8 @@ class GraderPlugin:
 def refusal_message(submission: Submission, function: str, refusals) -> str:
     """What the learner reads when their by-hand function uses what its exercise does not allow."""
     from autograder.course import subset_rules
-    rules = subset_rules(submission.assignment, function)
-    by_line: dict[tuple, list] = {}
-    for r in refusals:
-        by_line.setdefault((r.cell, r.line, r.text), []).append(r.what)
-    shown = "\n".join(f"  {cell}, line {line}: `{text}`: {'; '.join(whats)}"
-                      for (cell, line, text), whats in list(by_line.items())[:4])
-    more = f"\n  ... and {len(by_line) - 4} more lines" if len(by_line) > 4 else ""
-    return (f"{function} is written with what this exercise does not allow, so its tests did not "
-            f"run:\n{shown}{more}\nInstead: {rules.instead if rules else 'write it by hand'}.")
+    from autograder.subset import refusal_message as message
+    return message(function, list(refusals), subset_rules(submission.assignment, function).instead)
 
 
 def _exception_only(excinfo, style=None) -> str:

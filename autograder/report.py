@@ -6,6 +6,7 @@ import contextlib
 import csv
 import io
 import json
+import re
 import os
 import sys
 import tempfile
@@ -126,14 +127,19 @@ def _csv_field(text: str) -> str:
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA = re.compile(r"(?:^|(?<=[;,|\t]))(?=[=+\-@\t\r])")
+"""Where a spreadsheet cell could begin with a formula character: the start of the text, and
+after each field separator a spreadsheet may split on instead of the comma (`;` in many locales,
+tab, `|`)."""
 
 
 def spreadsheet_safe(value):
     """A CSV cell a spreadsheet shows as the text it is: text beginning with = + - @, a tab or a
-    carriage return (OWASP's CSV injection rule) gets a leading single quote; numbers stay
-    numbers. Quoting of commas, quotes and newlines is left to the csv module."""
-    if isinstance(value, str) and value.startswith(FORMULA_START):
-        return "'" + value
+    carriage return (OWASP's CSV injection rule) gets a leading single quote, and so does every
+    such part after a `;`, `,`, `|` or tab (`x;=1+2` -> `x;'=1+2`, inert where `;` separates
+    fields); numbers stay numbers. Quoting of commas, quotes and newlines is left to the csv module."""
+    if isinstance(value, str):
+        return _FORMULA.sub("'", value)
     return value
 
 

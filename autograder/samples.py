@@ -94,7 +94,8 @@ def submission_notebook(scenario: Scenario, root: Path = ROOT) -> nbformat.Noteb
     for cell in release.cells:
         grade_id = answer_id(cell)
         if grade_id in scenario.added:
-            cells.append(nbformat.v4.new_code_cell(scenario.added[grade_id].strip("\n")))
+            cells.append(nbformat.v4.new_code_cell(scenario.added[grade_id].strip("\n"),
+                                                   metadata={"sample_added": True}))
         if grade_id in scenario.code:
             cell.source = scenario.code[grade_id].strip("\n")
         elif grade_id and scenario.answers == "solution":

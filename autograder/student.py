@@ -76,7 +76,7 @@ _OPERATOR_SPELLING = {"mm": "a built-in matrix product (torch.mm, `@`, torch.mat
                       "functorch_transform": "a torch.func transform",
                       "another_process": "another process (os.fork, subprocess, multiprocessing, "
                                          "os.system: what it computes cannot be checked; compute in "
-                                         "the function's own process, threads are fine)",
+                                         "the function's own process)",
                       "relu": "the library's ReLU (torch.relu, F.relu, nn.ReLU)",
                       "sigmoid": "the library's sigmoid (torch.sigmoid, F.sigmoid, nn.Sigmoid, expit)",
                       "_softmax": "a softmax (torch.softmax, F.softmax, F.softmin: the library's "

@@ -26,11 +26,10 @@ The subset (`Rules`, one per by-hand function):
 Only the standard library is used: the notebooks' setup cells carry a copy of this file.
 """
 
-from __future__ import annotations
-
 import ast
+import functools
 import re
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 MODULES = {
     "torch": None, "torch.nn": None, "torch.nn.functional": None, "torch.linalg": None,
@@ -125,8 +124,7 @@ MAX_QUOTE = 120
 """Characters of a line quoted in a refusal."""
 
 
-@dataclass(frozen=True)
-class Rules:
+class Rules(NamedTuple):
     """The subset one by-hand function is written in."""
 
     ops: frozenset
@@ -136,9 +134,6 @@ class Rules:
     """Names refused whatever their operator (the exercise's text forbids them)."""
     classes: bool = False
     """Whether class definitions are allowed (the exercise is an autograd.Function)."""
-    spelling: dict = field(default_factory=dict)
-    """A refused torch name -> how to call it in the learner's words ("a built-in matrix
-    product (torch.mm, `@`, ...)")."""
     instead: str = "write it with the operations the exercise allows"
     section: str = ""
     """For a class: the method the by-hand rule is about (07: "backward"); its other methods
@@ -151,8 +146,7 @@ class Rules:
     would compute, unchecked, what this exercise may not use)."""
 
 
-@dataclass(frozen=True)
-class Refusal:
+class Refusal(NamedTuple):
     cell: str
     """"cell matmul" (an answer cell), "a cell you added", "the notebook's setup cell"."""
     line: int
@@ -212,7 +206,7 @@ def _module_attribute(module: str, name: str, rules: Rules, lenient: bool = Fals
             return "autograd"
         return None
     if name in rules.banned:
-        return "not allowed in this exercise"
+        return "the exercise forbids it"
     if module == "torch.autograd":
         return None if name == "Function" and rules.classes else "autograd"
     if name in TORCH_VALUES and module in ("torch", "torch.nn"):
@@ -226,10 +220,30 @@ def _module_attribute(module: str, name: str, rules: Rules, lenient: bool = Fals
     return "not one a by-hand answer needs"
 
 
-@dataclass
-class _Definition:
+class _Definition(NamedTuple):
     cell: int
     node: ast.stmt
+
+
+@functools.lru_cache(maxsize=64)
+def _parse(source: str) -> ast.Module | None:
+    """A cell's tree (the setup cells' are read once per process; nothing here changes a tree)."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+@functools.lru_cache(maxsize=64)
+def _cell_binds(source: str) -> tuple:
+    """(index of a top-level statement, the global names it binds), for one cell's source: what
+    it binds itself, and names its functions declare `global`."""
+    tree = _parse(source)
+    out = []
+    for k, node in enumerate(tree.body if tree else ()):
+        declared = {n for x in ast.walk(node) if isinstance(x, ast.Global) for n in x.names}
+        out.append((k, frozenset(_bound(node) | declared)))
+    return tuple(out)
 
 
 class _Program:
@@ -240,17 +254,18 @@ class _Program:
         self.trees: list[ast.Module | None] = []
         self.lines: list[list[str]] = []
         self.binds: dict[str, list[_Definition]] = {}
+        """name -> the statements that bind it, all in the last cell that does (as a kernel
+        holds it: a later cell rebinding a name replaces what an earlier one bound)."""
         for i, cell in enumerate(cells):
-            try:
-                tree = ast.parse(cell["source"])
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = None
+            tree = _parse(cell["source"])
             self.trees.append(tree)
             self.lines.append(lines_of(cell["source"]))
-            for node in tree.body if tree else ():
-                declared = {n for x in ast.walk(node) if isinstance(x, ast.Global) for n in x.names}
-                for name in _bound(node) | declared:
-                    self.binds.setdefault(name, []).append(_Definition(i, node))
+            for k, names in _cell_binds(cell["source"]):
+                for name in names:
+                    found = self.binds.setdefault(name, [])
+                    if found and found[-1].cell != i:
+                        found.clear()
+                    found.append(_Definition(i, tree.body[k]))
 
 
 def _bound(node: ast.stmt) -> set[str]:
@@ -534,7 +549,7 @@ class _Checker:
 
     def _spelled(self, module: str, name: str) -> str:
         short = {"torch.nn.functional": "F", "torch.nn": "nn"}.get(module, module)
-        return self.rules.spelling.get(name) or f"{short}.{name}"
+        return f"{short}.{name}"
 
     def visit_Attribute(self, node) -> None:
         attr = node.attr
@@ -542,7 +557,11 @@ class _Checker:
         storing = isinstance(node.ctx, (ast.Store, ast.Del))
         if module is not None:
             if module not in MODULES:
-                return  # an import refused where it is made (or where it is used, for the setup's)
+                root = node.value
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                self.visit(root)  # refused where it is imported (or used, for the setup's)
+                return
             if storing:
                 self.refuse(node, f"assigns {self._spelled(module, attr)} (changing a module: "
                                   f"patching torch or Python, which an answer never needs)")
@@ -569,8 +588,18 @@ class _Checker:
                 or (self.lenient and attr not in self.rules.banned):
             return
         else:
-            self.refuse(node, f".{attr} ({self.rules.spelling.get(attr) or 'a method'}: "
-                              f"not one a by-hand answer needs)")
+            self.refuse(node, f".{attr} (not one a by-hand answer needs: it runs what the "
+                              f"exercise does not allow, or is not a tensor's)")
+
+    def visit_BinOp(self, node) -> None:
+        if isinstance(node.op, ast.MatMult) and not op_allowed("matmul", self.rules):
+            self.refuse(node, "@ (a built-in matrix product, which the exercise forbids)")
+        self.generic(node)
+
+    def visit_AugAssign(self, node) -> None:
+        if isinstance(node.op, ast.MatMult) and not op_allowed("matmul", self.rules):
+            self.refuse(node, "@= (a built-in matrix product, which the exercise forbids)")
+        self.generic(node)
 
     def visit_Global(self, node) -> None:
         for name in node.names:
@@ -615,3 +644,73 @@ def reached(cells: list[dict], functions) -> dict[int, set[int]]:
             out.setdefault(d.cell, set()).update(range(first, (node.end_lineno or node.lineno) + 1))
             todo += [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
     return out
+
+
+def rules_from_lists(function: str, exercises, allowed: dict, not_allowed: dict, instead: dict,
+                     stand_ins) -> Rules | None:
+    """The Rules of `function` from the lists a notebook's setup cell holds (and course.py, in the
+    same shape): `exercises` in their order, `allowed` (function, or "Class.method" for the
+    method a by-hand rule is about) -> ATen operators, `not_allowed` (same keys) -> names refused,
+    `instead` (same keys) -> what to use instead, `stand_ins` -> the functions grading stands in
+    for. None for a function with no by-hand rule."""
+    keys = [k for k in allowed if k.split(".")[0] == function]
+    if not keys:
+        return None
+    key = keys[0]
+    order = list(exercises)
+    earlier = frozenset(order[:order.index(function)]) if function in order else frozenset()
+    standing_in = frozenset(stand_ins) & earlier
+    return Rules(ops=frozenset(allowed[key]), banned=frozenset(not_allowed.get(key, ())),
+                 classes="." in key, section=key.partition(".")[2],
+                 instead=instead.get(key, Rules._field_defaults["instead"]), standing_in=standing_in,
+                 later=frozenset(stand_ins) - standing_in - {function})
+
+
+def refusal_message(function: str, found: list[Refusal], instead: str) -> str:
+    """What the learner reads, in grading and in the notebook's checks alike."""
+    by_line: dict[tuple, list] = {}
+    for r in found:
+        by_line.setdefault((r.cell, r.line, r.text), []).append(r.what)
+    shown = "\n".join(f"  {cell}, line {line}: `{text}`: {'; '.join(whats)}"
+                      for (cell, line, text), whats in list(by_line.items())[:4])
+    more = f"\n  ... and {len(by_line) - 4} more lines" if len(by_line) > 4 else ""
+    return (f"{function} is written with what this exercise does not allow, so it was not run:\n"
+            f"{shown}{more}\nInstead: {instead}.")
+
+
+def _defines(source: str, name: str) -> bool:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return any(name in _bound(node) for node in tree.body)
+
+
+KERNEL_SETUP = ("STAND_IN_CODE = ", "class _Checker")
+"""Text only the notebook's own setup cells hold (the checks, and this file)."""
+
+
+def kernel_cells(function: str, code, history) -> list[dict]:
+    """The cells as a learner's kernel has run them (IPython's `In`, oldest first), for the
+    notebook's own checks: an older run of a cell that was run again is left out, the cell that
+    defined `code` (the function being checked, as the kernel holds it) is its answer cell."""
+    import linecache
+    filename = getattr(code, "co_filename", "")
+    own = "".join(linecache.getlines(filename)) if filename else ""
+    texts, seen = [], set()
+    for text in reversed(list(history)):
+        if isinstance(text, str) and text.strip() and text not in seen:
+            seen.add(text)
+            texts.append(text)
+    texts.reverse()
+    if own not in seen:  # not a cell the kernel ran (a library's file): the last cell defining it
+        own = next((t for t in reversed(texts) if _defines(t, function)), "")
+    cells = []
+    for text in texts:
+        if any(mark in text for mark in KERNEL_SETUP):
+            cells.append({"source": text, "label": SETUP, "answer": None})
+        elif text == own:
+            cells.append({"source": text, "label": f"cell {function}", "answer": function})
+        else:
+            cells.append({"source": text, "label": "a cell you added", "answer": None})
+    return cells

@@ -38,6 +38,17 @@ def test_spreadsheet_safe_quotes_text_only():
         ["'=1", "'-2", "a-b", "", 3.5, 0, -0.5]
 
 
+@pytest.mark.parametrize("separator", [";", "\t", "|", ","])
+def test_a_formula_after_any_usual_separator_is_inert(separator):
+    """`x;=1+2;` is the live cell =1+2 where `;` separates fields (issue 29): every part of a
+    cell, split at any usual separator, starts as text."""
+    name = f"x{separator}=1+2{separator}y{separator}@SUM(1){separator}a-b"
+    safe = spreadsheet_safe(name)
+    for part in safe.split(separator):
+        assert not part.startswith(("=", "+", "-", "@")), (part, safe)
+    assert safe.replace("'", "") == name
+
+
 def test_grades_csv_of_the_batch_grader(tmp_path):
     submitted = tmp_path / "submitted"
     release = ROOT / "release" / A.id / A.notebook

@@ -34,20 +34,9 @@ HOSTILE = {"calls_sys_exit", "endless_loop", "memory_hog", "kills_process"}
 
 # (assignment, student, function) whose mistake the visible checks cannot catch without
 # revealing a hidden test's case, with the reason. Keep this empty unless there is no other way.
-NOT_VISIBLE: dict[tuple[str, str, str], str] = {
-    # The visible check runs in the learner's own kernel: code that switches its recording off
-    # there blinds only the learner's own view. Grading sees the switch (the call fails with
-    # "switched off") and flags the construct for the instructor (autograder/review.py).
-    ("01_linear_algebra", "forge_pop_modes", "matmul"): "switches off the kernel's own recording",
-    ("01_linear_algebra", "forge_swallowing_mode", "matmul"): "switches off the kernel's own recording",
-    # The learner's kernel records the thread that runs the visible check, not threads the
-    # learner's code starts; the grader's child follows every thread (autograder/jail/child.py).
-    ("01_linear_algebra", "thread_mm", "matmul"): "computes in a thread of its own",
-    ("03_chain_rule", "thread_pool_autograd", "linear_backward"): "computes in a thread of its own",
-    ("05_gradient_descent", "thread_optimizer", "sgd_step"): "computes in a thread of its own",
-    # Another process is not recorded anywhere; the grader fails the call that starts one.
-    ("01_linear_algebra", "fork_mm", "matmul"): "computes in another process",
-}
+NOT_VISIBLE: dict[tuple[str, str, str], str] = {}
+# (Since issue 28 the checks read a by-hand answer's code as grading does: threads, other processes
+# and switching the kernel's recording off are refused from the code, in both views.)
 
 WRONG_SAMPLE = {
     "01_linear_algebra": "w_not_transposed",
@@ -68,8 +57,11 @@ CHILD_TIMEOUT = 60.0
 
 def _run_job(job: dict) -> str:
     """In a forked child: run the cells in a fresh namespace; 'passed' or 'raised <Type>: <message>'."""
-    namespace = {"__name__": "__main__"}
+    import linecache
+    # as IPython keeps them: the cells run so far (`In`), each cell's lines under its file name
+    namespace = {"__name__": "__main__", "In": ["", *job["cells"]]}
     for i, code in enumerate(job["cells"]):
+        linecache.cache[f"<cell {i}>"] = (len(code), None, code.splitlines(True), f"<cell {i}>")
         try:
             exec(compile(code, f"<cell {i}>", "exec"), namespace)
         except BaseException as error:  # noqa: BLE001 - any failure is what we look for
@@ -155,8 +147,9 @@ def visible_checks(assignment: str) -> tuple[list[str], dict[str, str]]:
 
 
 def answer_cells(scenario) -> list[str]:
+    """The sample's answer cells and the cells it added, in notebook order."""
     nb = submission_notebook(scenario)
-    return [c.source for c in nb.cells if answer_id(c)]
+    return [c.source for c in nb.cells if answer_id(c) or c.metadata.get("sample_added")]
 
 
 def _full_marks(assignment: str) -> dict[str, float]:
