@@ -275,10 +275,11 @@ def subset_rules(assignment: Assignment, function: str):
     """The subset of Python `function`'s answer is written in (autograder/subset.py), or None
     for a function whose exercise is autograd or torch itself (no by-hand rule). Built from the
     same lists, in the same shape, as the notebooks' checks build it (subset.rules_from_lists)."""
-    from autograder.notebook import stand_ins
+    from autograder.notebook import _source, stand_ins
     from autograder.subset import rules_from_lists
     key = lambda f: f"{f}.{assignment.allowed_section[f]}" if f in assignment.allowed_section else f
-    return rules_from_lists(function, assignment.functions,
+    order = [f for f in _source(assignment.id).order if f in assignment.functions]
+    return rules_from_lists(function, order,
                             {key(f): ops for f, ops in assignment.allowed.items()},
                             {key(f): names for f, names in assignment.banned.items()},
                             {key(f): why for f, why in assignment.banned_reason.items()},

@@ -213,6 +213,8 @@ class _Source:
     known: frozenset[str]
     """Stripped sources of the source notebook's code cells but answers (instructor code)."""
     manual: tuple[tuple[str, float], ...]
+    order: tuple[str, ...] = ()
+    """The answer cells' grade_ids in notebook order (the exercises' numbers)."""
 
 
 @functools.lru_cache(maxsize=None)
@@ -220,7 +222,7 @@ def _source(assignment_id: str) -> _Source:
     """What grading needs from the source notebook, read once per assignment."""
     import nbformat
     nb = nbformat.read(ASSIGNMENTS[assignment_id].source, as_version=4)
-    setup, setup_ids, answers, known, manual = [], set(), set(), set(), []
+    setup, setup_ids, answers, known, manual, order = [], set(), set(), set(), [], []
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code":
@@ -229,12 +231,13 @@ def _source(assignment_id: str) -> _Source:
                 setup_ids.add(meta["grade_id"])
             if answer_id(cell):
                 answers.add(answer_id(cell))
+                order.append(answer_id(cell))
             else:
                 known.add(cell.source.strip())
         elif cell.cell_type == "markdown" and meta.get("grade") and meta.get("solution"):
             manual.append((meta["grade_id"], float(meta["points"])))
     return _Source(tuple(setup), frozenset(setup_ids), frozenset(answers), frozenset(known),
-                   tuple(manual))
+                   tuple(manual), tuple(order))
 
 
 @functools.lru_cache(maxsize=None)
