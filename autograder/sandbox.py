@@ -133,6 +133,7 @@ class Sandbox:
         self._left_out: list[str] = []
         """Why cells were left out (they killed or hung a child): said in every later report."""
         self._spent = 0.0
+        self._reset_once = False
 
     # -- children -------------------------------------------------------------
     def _start(self, owner: str | None) -> LoadReport:
@@ -153,6 +154,12 @@ class Sandbox:
 
     def _spawn_and_load(self, owner: str | None) -> tuple[LoadReport, int | None]:
         self._discard()
+        if not self._reset_once:
+            # This notebook's first child starts from nothing of anyone else's: whatever ran in
+            # the jail before (another learner's notebook, this learner's own feedback kernel
+            # under nbgrader, a daemon either left) is killed and its IPC objects removed.
+            jail().reset()
+            self._reset_once = True
         started = time.monotonic()
         spawned = jail().spawn(self.limits, self.warm)
         if spawned is None:

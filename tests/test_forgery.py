@@ -311,3 +311,35 @@ def test_the_stand_ins_use_torch_as_it_was_before_the_cells_ran():
     with Sandbox([{"source": AFTER_THE_CALL}]) as box:
         reply = box.call("through_the_stand_in", (z,), references={"relu": RELU_STAND_IN})
     assert reply.status == "ok" and torch.equal(reply.value, torch.relu(z)), reply.value
+
+
+PROCESSES = """
+import ctypes, os, time
+
+def daemon(A, B):
+    if os.fork() == 0:
+        time.sleep(600)
+        os._exit(0)
+    return A + B
+
+def raw_fork(A, B):
+    libc = ctypes.CDLL(None)
+    if getattr(libc, "fo" + "rk")() == 0:   # no audit event
+        time.sleep(600)
+        os._exit(0)
+    return A + B
+"""
+
+
+@pytest.mark.parametrize("name", ["daemon", "raw_fork"])
+def test_a_process_beside_a_by_hand_call_is_named(name):
+    """A call that starts a process (which could compute what the function may not, out of the
+    recorder's sight), by os.fork or by a raw fork that raises no audit event, is recorded as
+    another process, which every by-hand function refuses."""
+    from autograder.course import BY_HAND
+    from autograder.student import banned_uses
+    A = torch.ones(2, 2)
+    with Sandbox([{"source": PROCESSES}]) as box:
+        reply = box.call(name, (A, A))
+    assert "process.another_process" in reply.used, reply.used
+    assert "another process" in banned_uses(reply.used, frozenset(), BY_HAND)

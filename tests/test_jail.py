@@ -1,7 +1,9 @@
 """Hostile submissions earn nothing and harm nothing (CONTRACT.md, "What the grade guarantees").
 
-Each attack is an answer cell for 01's `matmul` that tries something, then returns the right
-product only if the attempt failed: a full score for `matmul` means the jail held. Every attack
+Each attack is an answer cell for 04's `graph_nodes` that tries something, then returns the right
+walk only if the attempt failed: a full score for `graph_nodes` means the jail held. (04's
+exercise is torch itself, so no subset of Python refuses the attempt before it runs: the jail is
+what holds it. By-hand functions are refused such code from the code, test_subset.py.) Every attack
 is graded in one batch with an honest student beside it, through the command line, and the
 test checks what the jail must prevent: files changed outside the scratch directory, processes
 left alive, a connection to a listener, another learner's or another function's points.
@@ -26,20 +28,28 @@ from autograder.samples import Scenario, load_scenarios, submission_notebook
 from autograder.build import tool_env
 from conftest import ProcessTree, run
 
-PRODUCT = "(A[:, :, None] * B[None, :, :]).sum(dim=1)"
-FULL = {"matmul": 5, "linear_forward": 6}
+FULL = {"graph_nodes": 5, "leaf_tensors": 4, "hidden_grad": 6}
 
 
 def _attack(body: str) -> str:
-    """A matmul whose body tries `body` (which sets `ok = True` when the attempt failed)."""
+    """A graph_nodes whose body tries `body` (which sets `ok = True` when the attempt failed)."""
     indented = "\n".join("    " + line for line in body.strip("\n").splitlines())
     return f"""
-def matmul(A, B):
-    if A.dim() != 2 or B.dim() != 2 or A.shape[1] != B.shape[0]:
-        raise ValueError("shapes")
+def graph_nodes(t):
     ok = False
 {indented}
-    return {PRODUCT} if ok else {PRODUCT} + 1
+    names, seen = [], set()
+
+    def visit(node):
+        if node is None or node in seen:
+            return
+        seen.add(node)
+        names.append(type(node).__name__)
+        for child, _ in node.next_functions:
+            visit(child)
+
+    visit(t.grad_fn)
+    return names if ok else names + ["wrong"]
 """
 
 
@@ -54,7 +64,7 @@ except OSError:
     return {
         "read_hidden_tests": f"""
 try:
-    open({str(ROOT / 'autograder' / 'tests' / 'test_01_linear_algebra.py')!r}).read()
+    open({str(ROOT / 'autograder' / 'tests' / 'test_04_computational_graph.py')!r}).read()
 except OSError:
     ok = True
 """,
@@ -201,14 +211,14 @@ def attacked(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
     submitted, out = course / "submitted", course / "out"
     canaries = {
-        "source": course / "source" / "01_linear_algebra" / "linear_algebra.ipynb",
-        "honest": submitted / "honest" / "01_linear_algebra" / "linear_algebra.ipynb",
+        "source": course / "source" / "04_computational_graph" / "computational_graph.ipynb",
+        "honest": submitted / "honest" / "04_computational_graph" / "computational_graph.ipynb",
         "grades": out / "grades.csv",
         "gradebook": course / "gradebook.db",
         "package": ROOT / "autograder" / "tests" / "data.py",
     }
     canaries["source"].parent.mkdir(parents=True)
-    shutil.copy(ASSIGNMENTS["01_linear_algebra"].source, canaries["source"])
+    shutil.copy(ASSIGNMENTS["04_computational_graph"].source, canaries["source"])
     canaries["gradebook"].write_text("gradebook")
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -233,8 +243,9 @@ def attacked(tmp_path_factory):
     students["zed_steal_a_secret"] = attacks["steal_a_secret"]
     students["honest"] = None
     for student, code in students.items():
-        scenario = Scenario(student, "01_linear_algebra", "", {"matmul": _attack(code)} if code else {})
-        path = submitted / student / "01_linear_algebra" / "linear_algebra.ipynb"
+        scenario = Scenario(student, "04_computational_graph", "",
+                            {"graph_nodes": _attack(code)} if code else {})
+        path = submitted / student / "04_computational_graph" / "computational_graph.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(submission_notebook(scenario), path)
     out.mkdir()
@@ -254,8 +265,8 @@ def attacked(tmp_path_factory):
     stop.set()
     listener.close()
     after = {k: p.read_bytes() if k != "grades" else before[k] for k, p in canaries.items()}
-    results = {s: json.loads((out / s / "01_linear_algebra.json").read_text()) for s in students
-               if (out / s / "01_linear_algebra.json").is_file()}
+    results = {s: json.loads((out / s / "04_computational_graph.json").read_text()) for s in students
+               if (out / s / "04_computational_graph.json").is_file()}
     return {"done": done, "results": results, "students": students, "before": before, "after": after,
             "alive": alive, "connections": connections, "course": course, "seconds": seconds}
 
@@ -275,32 +286,29 @@ def test_the_batch_runs_to_the_end(attacked):
 
 @pytest.mark.parametrize("attack", ["read_hidden_tests", "write_everywhere", "site_packages_pth",
                                     "network", "trace_the_server", "fill_scratch",
-                                    "thread_keeps_running", "huge_stdout", "poison_torch",
-                                    "leave_a_secret"])
+                                    "thread_keeps_running", "huge_stdout", "leave_a_secret"])
 def test_an_attack_that_fails_harmlessly_changes_no_score(attacked, attack):
     """The attempt failed inside the jail, so the (otherwise right) function keeps its points."""
     assert _scores(attacked["results"][f"a_{attack}"]) == FULL
 
 
-@pytest.mark.parametrize("attack", ["kill_parent", "stop_itself", "leak_memory_slowly"])
+@pytest.mark.parametrize("attack", ["kill_parent", "stop_itself", "leak_memory_slowly",
+                                    "poison_torch"])
 def test_an_attack_on_the_process_costs_only_its_own_function(attacked, attack):
     scores = _scores(attacked["results"][f"a_{attack}"])
-    assert scores["linear_forward"] == FULL["linear_forward"]
-    assert scores["matmul"] <= FULL["matmul"]
+    assert {f: v for f, v in scores.items() if f != "graph_nodes"} == \
+        {f: v for f, v in FULL.items() if f != "graph_nodes"}
+    assert scores["graph_nodes"] <= FULL["graph_nodes"]
 
 
 @pytest.mark.parametrize("attack", ["daemon", "fork_bomb"])
-def test_processes_started_by_a_call_cost_that_function_its_points_named(attacked, attack):
-    """A by-hand function whose call starts processes (which could compute what it may not, out of
-    the recorder's sight) fails those calls, saying so; the other function keeps its points, and
-    the processes die with the jail (test_nothing_the_learners_started_is_alive)."""
-    result = attacked["results"][f"a_{attack}"]
-    scores = _scores(result)
-    assert scores["linear_forward"] == FULL["linear_forward"]
-    assert scores["matmul"] < FULL["matmul"]
-    lost = [t["output"] for t in result["tests"]
-            if t["name"].startswith("matmul") and t["score"] < t["max_score"]]
-    assert lost and all("another process" in o for o in lost), lost
+def test_processes_started_by_a_call_cost_nothing_else(attacked, attack):
+    """Processes a call starts cost the other functions nothing, and die with the jail
+    (test_nothing_the_learners_started_is_alive). A by-hand function's call that starts one
+    fails, named: test_forgery.py's test_a_process_beside_a_by_hand_call_is_named."""
+    scores = _scores(attacked["results"][f"a_{attack}"])
+    assert {f: v for f, v in scores.items() if f != "graph_nodes"} == \
+        {f: v for f, v in FULL.items() if f != "graph_nodes"}
 
 
 def test_another_learner_cannot_read_what_one_left_in_scratch(attacked):
@@ -330,7 +338,7 @@ def test_nothing_the_learners_started_is_alive(attacked):
 def test_a_stopped_or_killed_process_is_reported_plainly(attacked):
     for attack in ("kill_parent", "stop_itself"):
         outputs = [t["output"] for t in attacked["results"][f"a_{attack}"]["tests"]
-                   if t["name"].startswith("matmul") and t["score"] == 0]
+                   if t["name"].startswith("graph_nodes") and t["score"] == 0]
         assert outputs, attack
         assert all(("crashed" in o or "did not finish" in o) and "Traceback" not in o
                    for o in outputs), outputs
@@ -364,4 +372,4 @@ def test_the_jail_runs_the_grader_that_is_running(tmp_path):
     done = python("-m", "autograder", "grade", str(notebook), "--json", str(tmp_path / "r.json"))
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads((tmp_path / "r.json").read_text())
-    assert result["score"] == result["max_score"] == sum(FULL.values()), done.stdout
+    assert result["score"] == result["max_score"] == 11, done.stdout  # 01: matmul 5, linear_forward 6

@@ -211,3 +211,46 @@ def test_a_jail_that_cannot_start_a_process_scores_nothing(monkeypatch):
     [(_, graded)] = _grade_chunk([(0, "alice", "01_linear_algebra", str(path))])
     assert graded.operator and "could not start a process" in graded.operator
     assert not graded.results
+
+
+LEAVES = """
+import ctypes, os, time
+
+def leave(size):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    segment = libc.shmget(0, ctypes.c_size_t(size), 0o1600)              # IPC_PRIVATE, IPC_CREAT | 0600
+    address = libc.shmat(segment, None, 0)
+    ctypes.memset(ctypes.c_void_p(address), 1, size)      # the memory is really taken
+    libc.shmdt(ctypes.c_void_p(address))                  # and kept once detached
+    queue = libc.msgget(0, 0o1600)
+    try:
+        open("/dev/shm/left", "w").write("x")               # (the jail's /dev is read-only)
+    except OSError:
+        pass
+    if os.fork() == 0:                                     # a daemon that outlives the call
+        os.setsid()
+        time.sleep(600)
+        os._exit(0)
+    return segment
+
+def look():
+    tables = {}
+    for kind in ("shm", "msg", "sem"):
+        with open(f"/proc/sysvipc/{kind}") as f:
+            tables[kind] = len(f.readlines()) - 1
+    others = [p for p in os.listdir("/proc") if p.isdigit() and p not in ("1", str(os.getpid()), str(os.getppid()))]
+    shm = os.listdir("/dev/shm") if os.path.isdir("/dev/shm") else []
+    return [tables["shm"], tables["msg"], tables["sem"], len(others), shm]
+"""
+
+
+def test_the_next_learner_starts_from_nothing_of_the_last_ones():
+    """Shared memory, a message queue, a POSIX shm file and a daemon one notebook leaves are gone
+    before the next notebook's first line runs (issue 29)."""
+    with Sandbox(cells(LEAVES)) as first:
+        reply = first.call("leave", (64 << 20,))
+        assert reply.status == "ok" and reply.value >= 0, reply
+    with Sandbox(cells(LEAVES)) as second:
+        reply = second.call("look")
+    assert reply.status == "ok" and reply.value == [0, 0, 0, 0, []], reply.value

@@ -131,8 +131,32 @@ def _reset() -> None:
         if not left:
             break
         time.sleep(0.005)
+    _remove_ipc()
     if SCRATCH:
         _empty(SCRATCH)
+        if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+            _empty("/dev/shm")  # POSIX shared memory: files of the jail's own /dev
+
+
+IPC_RMID = 0
+
+
+def _remove_ipc() -> None:
+    """Remove every System V shared-memory segment, message queue and semaphore set of the
+    jail's IPC namespace (the jail has its own: none is the host's). A segment outlives the
+    processes that made it, and holds its memory until removed: one learner's must not be
+    there for the next. Run once nothing of the learner is alive, so nothing stays attached."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for kind, remove in (("shm", lambda i: libc.shmctl(i, IPC_RMID, None)),
+                         ("msg", lambda i: libc.msgctl(i, IPC_RMID, None)),
+                         ("sem", lambda i: libc.semctl(i, 0, IPC_RMID))):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as table:
+                ids = [int(line.split()[1]) for line in table.readlines()[1:] if line.strip()]
+        except (OSError, ValueError, IndexError):
+            continue
+        for ipc_id in ids:
+            remove(ipc_id)
 
 
 def _same_uid(pid: int) -> bool:
