@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -638,6 +639,9 @@ from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme, GetGrades 
 SAFE_TAGS = sorted(set(bleach.ALLOWED_TAGS) | {
     "p", "br", "hr", "div", "span", "pre", "h1", "h2", "h3", "h4", "h5", "h6", "sub", "sup",
     "table", "thead", "tbody", "tr", "th", "td", "img", "details", "summary", "dl", "dt", "dd"})
+SAFE_PROTOCOLS = ["http", "https", "mailto"]
+"""URL schemes a learner's link or image may use (relative links need none)."""
+_SCRIPT_SCHEME = re.compile(r"(javascript|vbscript|livescript|data:text/html|data:image/svg)")
 SAFE_ATTRIBUTES = {**bleach.ALLOWED_ATTRIBUTES, "img": ["src", "alt", "width", "height"],
                    "th": ["colspan", "rowspan", "align"], "td": ["colspan", "rowspan", "align"]}
 
@@ -684,10 +688,30 @@ class LearnerHTML(SanitizeHTML):
     def preprocess_cell(self, cell, resources, cell_index):
         if cell.cell_type == "code":
             cell.outputs = self.sanitize_code_outputs(cell.get("outputs", []))
-        elif (cell.cell_type in ("markdown", "raw") and cell.source not in getattr(self, "_trusted", ())
-              and self._has_markup(cell.source)):
-            cell.source = self.sanitize_html_tags(cell.source)
+        elif cell.cell_type in ("markdown", "raw") and cell.source not in getattr(self, "_trusted", ()):
+            if cell.cell_type == "markdown":
+                safe = self.safe_markdown(cell.source)
+                if safe is not None:
+                    cell.source = safe
+            elif self._has_markup(cell.source):
+                cell.source = self.sanitize_html_tags(cell.source)
         return cell, resources
+
+    def safe_markdown(self, source: str) -> str | None:
+        """A learner's markdown as sanitized HTML when rendering it gives anything an allowlist
+        removes (a link or image to a scheme other than http, https, mailto or a relative path,
+        an event handler, a script, SVG or MathML, raw HTML outside the allowlist); None when it
+        renders clean, so that it stays exactly as written (math included). Links are judged
+        after markdown is rendered (inline, reference and autolinks, entities decoded), and a
+        script scheme anywhere in the text, however spelled, sends the cell to the sanitizer."""
+        from nbconvert.filters.markdown import markdown2html
+        rendered = markdown2html(source)
+        safe = bleach.clean(rendered, tags=self.tags, attributes=self.attributes,
+                            protocols=SAFE_PROTOCOLS, strip=True, strip_comments=True)
+        squeezed = re.sub(r"[\s\x00-\x1f]+", "", _html.unescape(source)).lower()
+        if safe != rendered or _SCRIPT_SCHEME.search(squeezed):
+            return safe
+        return None
 
 
 class _Lenient:
