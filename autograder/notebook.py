@@ -28,6 +28,12 @@ from autograder.subset import lines_of
 
 MAX_BYTES = 256 << 20
 """Larger files are refused (a notebook of this course is well under 1 MB without outputs)."""
+MAX_CELL_CODE = 200_000
+"""Characters of code one cell may hold (the course's largest, the setup cell, holds 25,000):
+a longer one is refused before anything parses it."""
+MAX_NOTEBOOK_CODE = 1_000_000
+"""Characters of code (all code cells) one notebook may hold."""
+
 
 
 class NotGradable(Exception):
@@ -137,9 +143,24 @@ def read_cells(path: str | Path) -> list[Cell]:
     except (ValueError, RecursionError):
         raise NotGradable(f"{path}: not a readable notebook (invalid JSON)") from None
     try:
-        return _cells(data)
+        cells = _cells(data)
     except NotGradable as error:
         raise NotGradable(f"{path}: {error}") from None
+    _bounded(path, cells)
+    return cells
+
+
+def _bounded(path: Path, cells: list[Cell]) -> None:
+    """Refuse, before any of it is parsed, a notebook past the limits on what is read from it."""
+    code = [c for c in cells if c.cell_type == "code"]
+    big = next((i for i, c in enumerate(code) if len(c.source) > MAX_CELL_CODE), None)
+    if big is not None:
+        raise NotGradable(f"{path}: code cell {big + 1} holds {len(code[big].source)} characters, "
+                          f"more than the {MAX_CELL_CODE} a cell may hold")
+    total = sum(len(c.source) for c in code)
+    if total > MAX_NOTEBOOK_CODE:
+        raise NotGradable(f"{path}: {total} characters of code, more than the {MAX_NOTEBOOK_CODE} "
+                          f"a notebook may hold")
 
 
 def recognise(cells: list[Cell]) -> Assignment | None:

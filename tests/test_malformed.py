@@ -112,6 +112,15 @@ ERRORS = {  # file content -> words of the one-line error
                                                            "metadata": {}}], "nbformat": 4,
                                                 "nbformat_minor": 5, "metadata": {}}).encode(),
                                     "not a notebook of this course"),
+    # bounded before anything parses it (issue 29): just over each limit
+    "cell_over_the_code_limit": (json.dumps({"cells": [{"cell_type": "code", "metadata": {},
+                                                        "source": "x = 1\n" * 33_334}],
+                                             "nbformat": 4, "nbformat_minor": 5, "metadata": {}}).encode(),
+                                 "more than the 200000 a cell may hold"),
+    "notebook_over_the_code_limit": (json.dumps({"cells": [{"cell_type": "code", "metadata": {},
+                                                            "source": "x = 1\n" * 33_333}] * 6,
+                                                 "nbformat": 4, "nbformat_minor": 5, "metadata": {}}).encode(),
+                                     "more than the 1000000 a notebook may hold"),
 }
 RESULTS = {  # file content -> expected scores per function
     "duplicate_answer_cell": (_edit(_duplicate_answer), FULL),
