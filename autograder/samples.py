@@ -63,11 +63,12 @@ def load_scenarios(assignment: str) -> list[Scenario]:
 
 def representative(scenarios: list[Scenario]) -> list[Scenario]:
     """A share that exercises every graded function: all of section 1 (the model), and
-    elsewhere the solution, the unanswered release and, for each function, the first
-    sample that costs it points."""
+    elsewhere the solution, the unanswered release, every sample the review flags and, for
+    each function, the first sample that costs it points."""
     full = {s.assignment: s.expect for s in scenarios if s.student == "solution"}
     chosen = [s for s in scenarios
-              if s.assignment == "01_linear_algebra" or s.student in ("solution", "unanswered")]
+              if s.assignment == "01_linear_algebra" or s.student in ("solution", "unanswered")
+              or s.flags]  # the review's flags travel through nbgrader too
     covered = set()
     for s in scenarios:
         if s.student == "unanswered":
