@@ -11,6 +11,7 @@ from __future__ import annotations
 import _thread
 import functools
 import inspect
+import operator
 import os
 import resource
 import sys
@@ -427,8 +428,7 @@ def _caller():
 
     def call(namespace: dict, request: dict) -> dict:
         restore_builtins()  # the cells may have replaced some: this code relies on them
-        restore_torch()  # and torch's names, which the stand-ins and the encoder rely on
-        hooks_off()  # a profile or trace hook set by the cells would run during the report
+        hooks_off()  # a profile or trace hook set by the cells would run during the call's report
         function = namespace.get(request["call"])
         if not callable(function):
             return {"status": "missing"}
@@ -500,21 +500,24 @@ def _caller():
                     value = function(*args, **kwargs)
                 finally:
                     intact = recorder.intact()
-                # The report is made here, still recorded: nothing learner code set up runs
-                # unseen while the grader reads the result (a hook, a patched builtin or torch
-                # name, a tensor subclass, a thread that writes into the result afterwards).
-                restore_builtins()
-                restore_torch()
-                intact = hooks_off() and intact
-                try:
-                    encoded = recorder.trusted(lambda: [encode(plain(v), origin_of) for v in (
-                        value, tuple(args),
-                        {k: v for k, v in named.items() if not isinstance(v, torch.nn.Module)}
-                        | {f"{k}.{n}": p for k, v in named.items()
-                           if isinstance(v, torch.nn.Module) for n, p in v.named_parameters()})])()
-                except BaseException as error:  # noqa: BLE001 - a hostile return value
-                    unreadable = str(error)[:200] if isinstance(error, _NotPlain) else ""
-                intact = hooks_off() and intact
+            # The report is made while the call is still the active one (what a learner's thread
+            # runs meanwhile is recorded as the call's), and nothing learner code set up runs in
+            # this thread while the grader reads the result: builtins and torch's names put
+            # back, hooks removed (setting one during the call switched the recorder off),
+            # only plain objects read (no tensor subclass), through functions bound before any
+            # learner code ran.
+            restore_builtins()
+            restore_torch()
+            intact = hooks_off() and intact
+            try:
+                encoded = [encode(plain(v), origin_of) for v in (
+                    value, tuple(args),
+                    {k: v for k, v in named.items() if not isinstance(v, torch.nn.Module)}
+                    | {f"{k}.{n}": p for k, v in named.items()
+                       if isinstance(v, torch.nn.Module) for n, p in v.named_parameters()})]
+            except BaseException as error:  # noqa: BLE001 - a hostile return value
+                unreadable = str(error)[:200] if isinstance(error, _NotPlain) else ""
+            intact = hooks_off() and intact
             status, exc = "ok", None
         except BaseException as error:  # noqa: BLE001
             status, value, exc = "exception", None, exception(error)
@@ -523,7 +526,6 @@ def _caller():
         if elsewhere.others_alive():
             recorder.seen.add(PROCESS)
         restore_builtins()
-        restore_torch()
         if not intact:
             status, value, exc = "exception", None, {
                 "type": "RecorderSwitchedOff", "bases": ["RecorderSwitchedOff"],
@@ -592,13 +594,15 @@ def _namespace_keeper():
     owners = [torch, torch.nn, torch.nn.functional, torch.autograd, torch.Tensor,
               torch._C.TensorBase, torch.nn.Parameter, torch.linalg]
     saved = [(owner, dict(vars(owner))) for owner in owners]
-    setter, deleter = setattr, delattr
+    keys = {id(owner): (tuple(names), tuple(names.values())) for owner, names in saved}
+    setter, deleter, is_, all_, map_, len_ = setattr, delattr, operator.is_, all, map, len
 
     def restore() -> None:
         for owner, names in saved:
             now = vars(owner)
-            if len(now) == len(names) and all(now.get(k) is v for k, v in names.items()):
-                continue
+            k, v = keys[id(owner)]
+            if len_(now) == len_(k) and all_(map_(is_, map_(now.get, k), v)):
+                continue  # (identity only, in C: a learner's __eq__ is never asked)
             for k, v in names.items():
                 if now.get(k) is not v:
                     try:
