@@ -412,11 +412,27 @@ class RepairCellMetadata(NbGraderPreprocessor):
     (OverwriteCells restores known cells' metadata, CheckCellMetadata refuses the notebook)."""
 
     def preprocess(self, nb, resources):
+        known = self._course_metadata(resources)
         for cell in nb.cells:  # only the sanitize steps write that key: never the learner's
             cell.metadata.pop(COPY, None)
+            # a cell that lost its metadata but keeps a course cell's id is that cell again,
+            # as the standalone grader reads it (notebook.with_course_metadata)
+            if "nbgrader" not in cell.metadata and cell.get("id") in known \
+                    and known[cell.get("id")][0] == cell.cell_type:
+                cell.metadata["nbgrader"] = copy.deepcopy(known[cell.get("id")][1])
             if cell.cell_type in ("markdown", "raw") and "nbgrader" in cell.metadata:
                 cell.metadata[COPY] = {"cell_type": cell.cell_type}
         return super().preprocess(nb, resources)
+
+    @staticmethod
+    def _course_metadata(resources) -> dict:
+        """cell id -> (cell type, nbgrader metadata) of the assignment's source notebook."""
+        from autograder.notebook import _source
+        assignment = resources.get("nbgrader", {}).get("assignment")
+        if assignment not in ASSIGNMENTS:
+            return {}
+        source = _source(assignment)
+        return {i: (source.ids[i][0], m) for i, m in (source.metadata or {}).items()}
 
     def preprocess_cell(self, cell, resources, cell_index):
         from nbgrader.nbgraderformat import MetadataValidator

@@ -50,6 +50,8 @@ class Cell:
     """nbgrader grade_id (None for cells nbgrader does not know)."""
     solution: bool
     grade: bool
+    cell_id: str | None = None
+    """The cell's id (nbformat 4.5): a copy of a course notebook keeps the course's ids."""
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,9 @@ def _cells(data) -> list[Cell]:
         meta = metadata.get("nbgrader") if isinstance(metadata, dict) else None
         meta = meta if isinstance(meta, dict) else {}
         grade_id = meta.get("grade_id") if isinstance(meta.get("grade_id"), str) else None
+        cell_id = cell.get("id") if isinstance(cell.get("id"), str) else None
         out.append(Cell(str(cell.get("cell_type")), _text(cell.get("source")), grade_id,
-                        meta.get("solution") is True, meta.get("grade") is True))
+                        meta.get("solution") is True, meta.get("grade") is True, cell_id))
     return out
 
 
@@ -181,6 +184,7 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
     if assignment is None:
         raise NotGradable(f"{path}: not a notebook of this course (no graded function found)")
     source = _source(assignment.id)
+    cells = with_course_metadata(cells, source)
     # Setup cells (imports, given helpers) come from the trusted source notebook, as nbgrader's
     # autograde restores locked cells; then, in the learner's order, their answer cells (a copied
     # answer cell too: the later definition wins, as in the notebook) and, from cells they added,
@@ -228,6 +232,19 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
                       cutoffs=tuple(cutoffs.items()), refused=tuple(refused.items()))
 
 
+def with_course_metadata(cells: list[Cell], source: "_Source") -> list[Cell]:
+    """A cell that lost its nbgrader metadata (a copy of solutions/, an editor that strips it)
+    but keeps the id of a course cell is that cell again: graded as nbgrader grades it once its
+    sanitize step gives the metadata back (nbgrader_plugin.RepairCellMetadata)."""
+    out = []
+    for c in cells:
+        known = source.ids.get(c.cell_id) if c.grade_id is None and c.cell_id else None
+        if known is not None and known[0] == c.cell_type:
+            c = Cell(c.cell_type, c.source, known[1], known[2], known[3], c.cell_id)
+        out.append(c)
+    return out
+
+
 @dataclass(frozen=True)
 class _Source:
     setup: tuple[str, ...]
@@ -238,6 +255,10 @@ class _Source:
     manual: tuple[tuple[str, float], ...]
     order: tuple[str, ...] = ()
     """The answer cells' grade_ids in notebook order (the exercises' numbers)."""
+    ids: dict = None
+    """cell id -> (cell type, grade_id, solution, grade) of the source's nbgrader cells."""
+    metadata: dict = None
+    """cell id -> the source cell's whole nbgrader metadata (for nbgrader's own steps)."""
 
 
 @functools.lru_cache(maxsize=None)
@@ -246,8 +267,13 @@ def _source(assignment_id: str) -> _Source:
     import nbformat
     nb = nbformat.read(ASSIGNMENTS[assignment_id].source, as_version=4)
     setup, setup_ids, answers, known, manual, order = [], set(), set(), set(), [], []
+    ids, metadata = {}, {}
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade_id") and cell.get("id"):
+            ids[cell.id] = (cell.cell_type, meta["grade_id"], meta.get("solution") is True,
+                            meta.get("grade") is True)
+            metadata[cell.id] = dict(meta)
         if cell.cell_type == "code":
             if meta.get("grade_id", "").startswith("setup"):
                 setup.append(cell.source)
@@ -260,7 +286,7 @@ def _source(assignment_id: str) -> _Source:
         elif cell.cell_type == "markdown" and meta.get("grade") and meta.get("solution"):
             manual.append((meta["grade_id"], float(meta["points"])))
     return _Source(tuple(setup), frozenset(setup_ids), frozenset(answers), frozenset(known),
-                   tuple(manual), tuple(order))
+                   tuple(manual), tuple(order), ids, metadata)
 
 
 @functools.lru_cache(maxsize=None)

@@ -127,6 +127,12 @@ def _answer_markdown():
     return nb
 
 
+def _metadata_stripped():
+    """A copy of the worked solution (solutions/ has no nbgrader metadata, the course's cell ids):
+    graded as the notebook it is, by nbgrader as by the standalone grader (issue 29)."""
+    return nbformat.read(ROOT / "solutions" / A.id / A.notebook, as_version=4)
+
+
 STUDENTS = {  # autograded in this order: a copied answer cell must not stop the later learners
     "a_copied_answer": _copied_answer,
     "b_honest": _solution,
@@ -134,6 +140,7 @@ STUDENTS = {  # autograded in this order: a copied answer cell must not stop the
     "d_deleted_test": _deleted_test,
     "e_copied_with_helper": _copied_with_helper,
     "f_answer_markdown": _answer_markdown,
+    "g_metadata_stripped": _metadata_stripped,
 }
 FULL = {"tests_matmul": 5.0, "tests_linear_forward": 6.0}
 EXPECTED = {**dict.fromkeys(STUDENTS, FULL), "f_answer_markdown": {**FULL, "tests_matmul": 0.0}}
