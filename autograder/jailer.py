@@ -15,7 +15,9 @@ function. The jail (bubblewrap, `bwrap`):
   the venv's install of the package points at): never the hidden tests, the
   course, `submitted/` or the output folder;
 * writes only to a private, size-limited scratch directory (`/tmp`, a tmpfs
-  emptied between children).
+  emptied between children);
+* holds at most `cgroup.JAIL_MEMORY` of memory in all, shared memory included, where the host
+  lets the grader make a cgroup (`autograder/cgroup.py`; `Jail.memory` is None where not).
 
 Where no jail can be built the grader refuses (`JailUnavailable`, one line
 saying what to install) unless the operator passes `--no-jail`.
@@ -35,6 +37,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 import autograder
+from autograder.cgroup import MemoryGroup, limit as memory_limit
 
 PACKAGE = Path(autograder.__file__).resolve().parent
 SCRATCH = "/tmp"
@@ -178,6 +181,8 @@ class Jail:
         self._fresh = False
         self._lock = threading.Lock()
         self._kernels: str | None = None
+        self.memory: MemoryGroup | None = None
+        """The cgroup that limits the running jail's memory (None: the host offers none)."""
 
     def start(self, warm: tuple[str, ...] = ()) -> None:
         """Start the server now (it imports torch, and `warm`, while the grader imports torch)."""
@@ -192,6 +197,9 @@ class Jail:
             command = bwrap_command(uid(), os.geteuid() == 0, writable=kernels,
                                     env={"AUTOGRADER_KERNELS": k for k in kernels}) + [fd, *warm]
             env = None
+            self.memory = MemoryGroup.create(memory_limit())
+            if self.memory is not None:
+                command = self.memory.wrap(command)
         else:
             command = [sys.executable, "-m", "autograder.jail.server", fd, *warm]
             env = {**os.environ, **MALLOC, "AUTOGRADER_SCRATCH": "", "PYTHONPATH": str(PACKAGE.parent),
@@ -217,6 +225,9 @@ class Jail:
             except subprocess.TimeoutExpired:
                 pass
             self._process = None
+        if self.memory is not None:
+            self.memory.remove()
+            self.memory = None
 
     def _request(self, message: dict, fds=(), timeout: float = REQUEST_TIMEOUT) -> dict | None:
         import json

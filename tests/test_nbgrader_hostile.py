@@ -284,3 +284,22 @@ def test_the_kernels_output_kept_per_cell_is_capped():
     other = []
     execute.output(other, _stream("a line\n"), None, 4)  # the next cell starts afresh
     assert [o.text for o in other] == ["a line\n"]
+
+
+def test_the_next_learners_kernel_starts_from_nothing_of_the_last_ones():
+    """Under nbgrader the learner's own kernel runs in the jail first: a segment, a message queue
+    and a daemon that one learner's kernel leaves are gone before the next learner's kernel runs
+    its first line (issue 29; the grading children: test_sandbox)."""
+    from nbformat.v4 import new_notebook
+    from test_sandbox import LEAVES
+
+    def run(*sources):
+        nb = new_notebook(cells=[new_code_cell(s) for s in sources])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        nb, _ = nbgrader_plugin.JailedExecute(timeout=60).preprocess(nb, {})
+        return [o.get("text", "") for c in nb.cells for o in c.outputs]
+
+    left = run(LEAVES, "print('LEFT', leave(64 << 20))")
+    assert any(text.startswith("LEFT") for text in left), left
+    seen = run(LEAVES, "print('SEEN', look())")
+    assert "SEEN [0, 0, 0, 0, []]\n" in seen, seen

@@ -254,3 +254,55 @@ def test_the_next_learner_starts_from_nothing_of_the_last_ones():
     with Sandbox(cells(LEAVES)) as second:
         reply = second.call("look")
     assert reply.status == "ok" and reply.value == [0, 0, 0, 0, []], reply.value
+
+
+PINS = LEAVES + """
+def pin_until_stopped(step):
+    total = 0
+    while total < (64 << 30):
+        segment = libc_pin(step)
+        if segment < 0:
+            return ["refused", total]
+        total += step
+    return ["never stopped", total]
+
+def libc_pin(size):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    segment = libc.shmget(0, ctypes.c_size_t(size), 0o1600)
+    if segment < 0:
+        return segment
+    address = libc.shmat(segment, None, 0)
+    ctypes.memset(ctypes.c_void_p(address), 1, size)
+    libc.shmdt(ctypes.c_void_p(address))
+    return segment
+"""
+
+
+def test_the_jail_holds_no_more_memory_than_its_limit(monkeypatch):
+    """Shared memory outlives every mapping, so no per-process limit sees it: the jail's cgroup
+    does. A learner pinning segments is stopped at the jail's limit (its own process is the one
+    killed, not the server), and the next learner starts with the memory given back (issue 29).
+    Where the host offers no cgroup this is skipped, unless AUTOGRADER_CGROUP_REQUIRED=1 (CI)."""
+    import pytest
+    from autograder import cgroup, jailer
+    monkeypatch.setenv("AUTOGRADER_JAIL_MEMORY", str(1 << 30))
+    own = jailer.Jail()
+    monkeypatch.setattr(jailer, "_jail", own)
+    try:
+        with Sandbox(cells(PINS)) as first:
+            assert first.call("look").status == "ok"
+            if own.memory is None:
+                if os.environ.get("AUTOGRADER_CGROUP_REQUIRED") == "1":
+                    pytest.fail(f"no memory cgroup for the jail: {cgroup.MemoryGroup.why_not}")
+                pytest.skip(f"no memory cgroup here: {cgroup.MemoryGroup.why_not}")
+            server, before = own._process.pid, own.memory.usage()
+            reply = first.call("pin_until_stopped", (128 << 20,))
+            assert reply.status == "crashed" and "SIGKILL" in reply.detail, reply
+        with Sandbox(cells(PINS)) as second:
+            reply = second.call("look")
+            assert reply.status == "ok" and reply.value[:3] == [0, 0, 0], reply
+            assert own._process.pid == server  # the server was not the one stopped
+            assert own.memory.usage() < before + (64 << 20), (own.memory.usage(), before)
+    finally:
+        own.close()

@@ -222,6 +222,24 @@ def _not_dumpable() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
+def _first_to_go() -> None:
+    """Offer this new process first to the OOM killer (the jail's cgroup full: a learner's
+    process goes, not the server that forks the next learner's). Raising one's own score needs
+    no privilege, but the file is root's while the process is not dumpable: it is made dumpable
+    for the write, before any learner code runs here (and after the reset that killed every
+    other learner process, so nothing can trace it meanwhile)."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    try:
+        prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+        with open("/proc/self/oom_score_adj", "w") as adj:
+            adj.write("1000")
+    except OSError:
+        pass
+    finally:
+        if prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            os._exit(3)
+
+
 def _fork(control: socket.socket, jailed: bool, run) -> int:
     """Fork a process, in a session of its own, that runs `run()` and never comes back to the
     server's loop; return its pid."""
@@ -230,6 +248,8 @@ def _fork(control: socket.socket, jailed: bool, run) -> int:
     if pid == 0:
         control.close()
         os.setsid()
+        if jailed:
+            _first_to_go()
         if not jailed:  # in the jail, the PID namespace ends with the server
             _die_with(server)
         try:
