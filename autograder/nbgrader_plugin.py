@@ -300,6 +300,9 @@ OUTPUT_LIMIT = 4 << 20
 """Characters of output kept per cell (and at most OUTPUT_COUNT outputs): what nbgrader holds
 in memory for a notebook stays bounded, whatever the learner's kernel prints."""
 OUTPUT_COUNT = 1000
+NOTEBOOK_OUTPUT_LIMIT = 16 << 20
+"""Characters of output kept for a whole notebook (the autograded notebook and the feedback stay
+under about this much, however many cells print)."""
 
 
 def _size(value) -> int:
@@ -319,6 +322,8 @@ class JailedExecute(Execute):
         kwargs.setdefault("kernel_manager_class", JailedKernelManager)
         super().__init__(*args, **kwargs)
         self._kept: dict[int, list] = {}
+        self._notebook_kept = 0
+        """Characters kept for the notebook so far (all cells)."""
 
     async def async_start_new_kernel_client(self):
         kc = await super().async_start_new_kernel_client()
@@ -335,7 +340,8 @@ class JailedExecute(Execute):
 
     def output(self, outs, msg, display_id, cell_index):
         """nbclient's, keeping at most OUTPUT_LIMIT characters and OUTPUT_COUNT outputs per cell
-        (consecutive stream text joined), then one line saying the output was cut."""
+        (consecutive stream text joined) and NOTEBOOK_OUTPUT_LIMIT for the notebook, then one line
+        saying the output was cut."""
         if self.output_hook_stack[msg["parent_header"].get("msg_id")]:
             return super().output(outs, msg, display_id, cell_index)
         if not outs or cell_index not in self._kept:  # a new cell, or its output was cleared
@@ -345,30 +351,39 @@ class JailedExecute(Execute):
             return None
         content = msg.get("content") or {}
         size = _size(content)
-        room = OUTPUT_LIMIT - kept[0]
+        notebook_room = NOTEBOOK_OUTPUT_LIMIT - self._notebook_kept
+        room = min(OUTPUT_LIMIT - kept[0], notebook_room)
+        if notebook_room <= 0 and not outs:
+            kept[1] = True  # the notebook's output was full before this cell: said once already
+            return None
+        out, added, full = None, 0, False
         if msg["msg_type"] == "stream" and isinstance(content.get("text"), str):
             if size > room:
                 msg = {**msg, "content": {**content, "text": content["text"][:max(room, 0)]}}
-                size = room
+                size, full = max(room, 0), True
             last = outs[-1] if outs and not self.clear_before_next_output else None
             if (last is not None and last.get("output_type") == "stream"
                     and last.get("name") == content.get("name")):
                 last["text"] += msg["content"]["text"]
-                kept[0] += size
                 out = last
             else:
                 out = super().output(outs, msg, display_id, cell_index)
-                kept[0] += size
+            added = size
         elif size <= room and len(outs) < OUTPUT_COUNT:
-            out = super().output(outs, msg, display_id, cell_index)
-            kept[0] += size
+            out, added = super().output(outs, msg, display_id, cell_index), size
         else:
-            kept[0] = OUTPUT_LIMIT
-        if kept[0] >= OUTPUT_LIMIT or len(outs) >= OUTPUT_COUNT:
+            full = True
+        kept[0] += added
+        self._notebook_kept += added
+        if full and room == notebook_room:  # it did not fit in what the notebook had left
+            self._notebook_kept = NOTEBOOK_OUTPUT_LIMIT
+        if full or kept[0] >= OUTPUT_LIMIT or len(outs) >= OUTPUT_COUNT \
+                or self._notebook_kept >= NOTEBOOK_OUTPUT_LIMIT:
             kept[1] = True
-            outs.append(new_output("stream", name="stderr", text=(
-                f"\n[output was cut: more than {OUTPUT_LIMIT >> 20} MB or {OUTPUT_COUNT} outputs "
-                "in this cell]\n")))
+            what = (f"more than {NOTEBOOK_OUTPUT_LIMIT >> 20} MB in this notebook: the later "
+                    "cells' output is not kept either" if self._notebook_kept >= NOTEBOOK_OUTPUT_LIMIT
+                    else f"more than {OUTPUT_LIMIT >> 20} MB or {OUTPUT_COUNT} outputs in this cell")
+            outs.append(new_output("stream", name="stderr", text=f"\n[output was cut: {what}]\n"))
             return None
         return out
 
@@ -381,6 +396,7 @@ class JailedExecute(Execute):
         return km
 
     def preprocess(self, nb, resources, *args, **kwargs):
+        self._kept, self._notebook_kept = {}, 0
         try:
             return super().preprocess(nb, resources, *args, **kwargs)
         except Exception as error:  # noqa: BLE001 - DeadKernelError, timeouts, a broken kernel

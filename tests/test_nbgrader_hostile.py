@@ -303,3 +303,22 @@ def test_the_next_learners_kernel_starts_from_nothing_of_the_last_ones():
     assert any(text.startswith("LEFT") for text in left), left
     seen = run(LEAVES, "print('SEEN', look())")
     assert "SEEN [0, 0, 0, 0, []]\n" in seen, seen
+
+
+def test_the_kernels_output_kept_per_notebook_is_capped():
+    """40 cells printing 5 MB each kept 168 MB in the autograded notebook (issue 29): a notebook
+    keeps at most NOTEBOOK_OUTPUT_LIMIT, said once, in the cell that went over."""
+    execute = nbgrader_plugin.JailedExecute()
+    execute.reset_execution_trackers()
+    execute.clear_before_next_output = False
+    cells = []
+    for cell in range(40):
+        outs = []
+        for _ in range(5):
+            execute.output(outs, _stream("x" * (1 << 20), msg_id=f"m{cell}"), None, cell)
+        cells.append(outs)
+    kept = sum(len(o.get("text", "")) for outs in cells for o in outs)
+    assert nbgrader_plugin.NOTEBOOK_OUTPUT_LIMIT <= kept <= nbgrader_plugin.NOTEBOOK_OUTPUT_LIMIT + 4000
+    said = [o.text for outs in cells for o in outs if "output was cut" in o.get("text", "")]
+    assert sum("in this notebook" in t for t in said) == 1, said
+    assert not cells[-1]
