@@ -26,6 +26,9 @@ except ImportError:  # a learner's environment without the grader: validate need
     pass
 else:
     c.Autograde.sanitize_preprocessors = sanitize_preprocessors()
+    # A submitted file over the grader's limits (size, nesting) is not read: it scores 0 saying so.
+    from autograder.nbgrader_plugin import refuse_oversized
+    refuse_oversized()
     c.Autograde.autograde_preprocessors = autograde_preprocessors(execute=True)
     # A fresh clone has no gradebook: autograde puts the assignment in it from source/ first.
     from autograder.nbgrader_plugin import gradebook_from_source

@@ -72,6 +72,8 @@ class TrustedGrades(NbGraderPreprocessor):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "submission.ipynb"
             try:
+                if nb.metadata.get(REFUSED):  # see refuse_oversized(): a stand-in for the file
+                    raise NotGradable(str(nb.metadata[REFUSED])[:500])
                 nbformat.write(_sources(nb), path)
                 graded = grade_notebook(path)
                 results = graded.autograded
@@ -91,6 +93,46 @@ class TrustedGrades(NbGraderPreprocessor):
             tests = [r for r in results if r.function == function]
             cell.outputs = _outputs(function, tests, float(meta.get("points", 0)), error)
         return nb, resources
+
+
+REFUSED = "autograder_refused"
+"""Notebook metadata key of the stand-in `refuse_oversized` gives nbgrader for a submitted file
+over the grader's limits: why it was refused (every hidden-test cell then scores 0 saying so)."""
+
+
+def refuse_oversized() -> None:
+    """Make `nbgrader autograde` read no submitted notebook over the grader's limits on what is
+    parsed (`notebook.read_bounded`: file size, '[' and '{' characters): nbgrader reads and
+    validates the whole file before any preprocessor runs, so the bound must come first. In its
+    place nbgrader grades the assignment's release notebook marked `REFUSED`, and every hidden-test
+    cell scores 0 with the limit named, as `python -m autograder grade` does."""
+    from nbgrader.converters import Autograde
+
+    from autograder.notebook import NotGradable, read_bounded
+
+    original = getattr(Autograde.convert_single_notebook, "original", Autograde.convert_single_notebook)
+
+    def convert_single_notebook(self, notebook_filename: str) -> None:
+        try:
+            read_bounded(Path(notebook_filename))
+        except NotGradable as why:
+            reason = str(why).replace(str(notebook_filename), "this notebook")
+            self.log.error("%s: %s", notebook_filename, reason)
+            assignment = Path(notebook_filename).parent.name  # submitted/STUDENT/ASSIGNMENT/
+            release = Path(self.coursedir.format_path(self.coursedir.release_directory, ".", assignment))
+            stand_in = nbformat.read(release / Path(notebook_filename).name, as_version=4)
+            stand_in.metadata[REFUSED] = reason
+            exporter = self.exporter  # it opens the file by its name, then reads the stand-in
+            exporter.from_file = lambda _stream, resources=None, **kw: \
+                type(exporter).from_notebook_node(exporter, stand_in, resources=resources, **kw)
+            try:
+                return original(self, notebook_filename)
+            finally:
+                del exporter.from_file
+        return original(self, notebook_filename)
+
+    convert_single_notebook.original = original
+    Autograde.convert_single_notebook = convert_single_notebook
 
 
 REVIEW = "autograder_review"

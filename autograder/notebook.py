@@ -26,8 +26,11 @@ sys.modules.setdefault("rfc3987_syntax", None)
 from autograder.course import ASSIGNMENTS, Assignment, subset_rules
 from autograder.subset import lines_of
 
-MAX_BYTES = 256 << 20
+MAX_BYTES = 128 << 20
 """Larger files are refused (a notebook of this course is well under 1 MB without outputs)."""
+MAX_CONTAINERS = 1_000_000
+"""'[' and '{' characters one file may hold, counted before it is parsed (each may open a list or
+an object, 50-60 bytes apiece once parsed; a notebook of this course holds a few thousand)."""
 MAX_CELL_CODE = 200_000
 """Characters of code one cell may hold (the course's largest, the setup cell, holds 25,000):
 a longer one is refused before anything parses it."""
@@ -134,11 +137,7 @@ def answer_id(cell) -> str | None:
 def read_cells(path: str | Path) -> list[Cell]:
     """The cells of the notebook at `path`, or NotGradable with one line saying why not."""
     path = Path(path)
-    if not path.is_file():
-        raise NotGradable(f"{path}: no such file")
-    if path.stat().st_size > MAX_BYTES:
-        raise NotGradable(f"{path}: {path.stat().st_size >> 20} MB is too large for a notebook")
-    raw = path.read_bytes()
+    raw = read_bounded(path)
     if not raw.strip():
         raise NotGradable(f"{path}: the file is empty")
     try:
@@ -151,6 +150,22 @@ def read_cells(path: str | Path) -> list[Cell]:
         raise NotGradable(f"{path}: {error}") from None
     _bounded(path, cells)
     return cells
+
+
+def read_bounded(path: Path) -> bytes:
+    """The bytes of the file at `path`, or NotGradable naming the limit it is over (MAX_BYTES,
+    MAX_CONTAINERS): what parsing it would cost is bounded before anything parses it."""
+    if not path.is_file():
+        raise NotGradable(f"{path}: no such file")
+    size = path.stat().st_size
+    if size > MAX_BYTES:
+        raise NotGradable(f"{path}: {size} bytes, more than the {MAX_BYTES} a notebook file may hold")
+    raw = path.read_bytes()
+    opened = raw.count(b"[") + raw.count(b"{")
+    if opened > MAX_CONTAINERS:
+        raise NotGradable(f"{path}: {opened} '[' and '{{' characters, more than the "
+                          f"{MAX_CONTAINERS} a notebook file may hold")
+    return raw
 
 
 def _bounded(path: Path, cells: list[Cell]) -> None:

@@ -133,6 +133,12 @@ def _metadata_stripped():
     return nbformat.read(ROOT / "solutions" / A.id / A.notebook, as_version=4)
 
 
+def _oversized():
+    """The solution padded past the file-size limit: nbgrader must not read it (issue 29)."""
+    from autograder.notebook import MAX_BYTES
+    return nbformat.writes(_solution()) + " " * (MAX_BYTES + 1)
+
+
 STUDENTS = {  # autograded in this order: a copied answer cell must not stop the later learners
     "a_copied_answer": _copied_answer,
     "b_honest": _solution,
@@ -141,9 +147,11 @@ STUDENTS = {  # autograded in this order: a copied answer cell must not stop the
     "e_copied_with_helper": _copied_with_helper,
     "f_answer_markdown": _answer_markdown,
     "g_metadata_stripped": _metadata_stripped,
+    "h_oversized": _oversized,
 }
 FULL = {"tests_matmul": 5.0, "tests_linear_forward": 6.0}
-EXPECTED = {**dict.fromkeys(STUDENTS, FULL), "f_answer_markdown": {**FULL, "tests_matmul": 0.0}}
+EXPECTED = {**dict.fromkeys(STUDENTS, FULL), "f_answer_markdown": {**FULL, "tests_matmul": 0.0},
+            "h_oversized": {"tests_matmul": 0.0, "tests_linear_forward": 0.0}}
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +163,11 @@ def hostile(tmp_path_factory):
     for student, make in STUDENTS.items():
         path = root / "submitted" / student / A.id / A.notebook
         path.parent.mkdir(parents=True)
-        nbformat.write(make(), path)
+        made = make()
+        if isinstance(made, str):
+            path.write_text(made)
+        else:
+            nbformat.write(made, path)
     for step in (["generate_assignment", A.id, "--force"], ["autograde", A.id]):
         done = subprocess.run(["nbgrader", *step, "--log-level=ERROR"], cwd=root, env=tool_env(),
                               capture_output=True, text=True)
@@ -175,7 +187,7 @@ def _recorded(root, student) -> dict:
 
 
 def _expected(graded) -> dict:
-    scores = {}
+    scores = dict.fromkeys(FULL, 0.0)  # a notebook the grader refuses scores 0 on every test
     for r in graded.autograded:
         scores[f"tests_{r.function}"] = scores.get(f"tests_{r.function}", 0.0) + r.score
     return scores
@@ -322,3 +334,10 @@ def test_the_kernels_output_kept_per_notebook_is_capped():
     said = [o.text for outs in cells for o in outs if "output was cut" in o.get("text", "")]
     assert sum("in this notebook" in t for t in said) == 1, said
     assert not cells[-1]
+
+
+def test_a_file_over_the_limit_is_not_read_and_scores_zero_saying_why(hostile):
+    root, _ = hostile
+    nb = _autograded(root, "h_oversized")
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+    assert "a notebook file may hold" in text and str(root) not in text, text[-2000:]
