@@ -8,7 +8,7 @@ TORCH_SPEC ?= -c constraints.txt torch
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup jail browser demo test build clean mutants newest-torch slurm-check k8s-check
+.PHONY: setup jail browser demo test build clean mutants newest-torch newest-python slurm-check k8s-check
 
 setup: $(VENV)/.installed jail
 
@@ -67,6 +67,14 @@ mutants: setup
 NEWEST_VENV ?= .venv-newest
 newest-torch: setup
 	$(BIN)/python tools/newest_torch.py --venv $(NEWEST_VENV) $(A)
+
+# `make newest-python`: the same checks in a side venv (PY_VENV, default .venv-python-newest) built
+# with the newest CPython found here (NEWEST_PYTHON, default the newest python3.X on PATH or in
+# pyenv), plus the grader's interpreter-dependent tests (jail, sandbox, recorder, subset) under it.
+PY_VENV ?= .venv-python-newest
+NEWEST_PYTHON ?= $(shell for v in 3.14 3.13 3.12; do p=$$(ls -d $$HOME/.pyenv/versions/$$v*/bin/python$$v 2>/dev/null | tail -1); [ -n "$$p" ] || p=$$(command -v python$$v); [ -n "$$p" ] && { echo $$p; break; }; done)
+newest-python: setup
+	$(BIN)/python tools/newest_torch.py --python $(NEWEST_PYTHON) --venv $(PY_VENV) --tests $(A)
 
 # `make slurm-check`: a one-node Slurm cluster on localhost (as root; installs slurm-wlm and munge
 # when missing) grades sample submissions with docs/batch.md's job array in 4 shards and checks the

@@ -19,6 +19,10 @@ fails. Minutes (the first run also downloads or copies torch), so `make test` do
     python3 tools/newest_torch.py                  # build or update .venv-newest, then check
     python3 tools/newest_torch.py --no-install     # reuse the side venv as it is
     python3 tools/newest_torch.py --venv DIR 07_custom_autograd
+
+With --python PYTHON the side venv is built with that interpreter (`make newest-python`: the
+newest CPython found here, e.g. python3.13), and --tests also runs the grader's own tests of the
+jail, the sandbox, the recorder and the by-hand subset (TESTS) under it.
 """
 
 from __future__ import annotations
@@ -50,18 +54,24 @@ def _pins_without_torch(tmp: Path) -> list[str]:
     return ["-c", str(path)]
 
 
-def build_venv(venv: Path) -> None:
+TESTS = ["tests/test_jail.py", "tests/test_sandbox.py", "tests/test_forgery.py",
+         "tests/test_subset.py", "tests/test_solutions.py"]
+"""The tests `--tests` runs in the side venv: the ones that depend on the interpreter's internals
+(threads, audit hooks, sys.monitoring, the ast of by-hand answers)."""
+
+
+def build_venv(venv: Path, interpreter: str = sys.executable, tests: bool = False) -> None:
     python = venv / "bin" / "python"
     if not python.exists():
-        print(f"creating {venv}", flush=True)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        print(f"creating {venv} with {interpreter}", flush=True)
+        subprocess.run([interpreter, "-m", "venv", str(venv)], check=True)
     with tempfile.TemporaryDirectory() as tmp:
         pins = _pins_without_torch(Path(tmp))
         pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
         print("installing the newest torch pip gives here (this can take minutes)", flush=True)
         subprocess.run(pip + ["--upgrade", "torch"] + pins, check=True)
         print("installing the pack: pip install -e .", flush=True)
-        subprocess.run(pip + ["-e", str(ROOT)] + pins, check=True, cwd=ROOT)
+        subprocess.run(pip + ["-e", str(ROOT) + ("[test]" if tests else "")] + pins, check=True, cwd=ROOT)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -196,16 +206,26 @@ def main() -> int:
     parser.add_argument("--no-install", action="store_true", help="reuse the side venv as it is")
     parser.add_argument("--pinned", default=str(ROOT / ".venv" / "bin" / "python"),
                         help="the python of the pinned venv, to print its torch version")
+    parser.add_argument("--python", default=sys.executable,
+                        help="the interpreter the side venv is built with (default: this one)")
+    parser.add_argument("--tests", action="store_true",
+                        help="also run the interpreter-dependent tests (TESTS) in the side venv")
     parser.add_argument(INSIDE, action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.inside_side_venv:
         return check(args.assignments, _version(Path(args.pinned)))
     venv = Path(args.venv).absolute()
     if not args.no_install or not (venv / "bin" / "python").exists():
-        build_venv(venv)
-    command = [str(venv / "bin" / "python"), str(Path(__file__).resolve()), INSIDE,
-               "--pinned", args.pinned, *args.assignments]
-    return subprocess.run(command, cwd=ROOT).returncode
+        build_venv(venv, args.python, args.tests)
+    python = str(venv / "bin" / "python")
+    code = subprocess.run([python, str(Path(__file__).resolve()), INSIDE,
+                           "--pinned", args.pinned, *args.assignments], cwd=ROOT).returncode
+    if args.tests:
+        print(f"\nthe grader's interpreter-dependent tests under {python}", flush=True)
+        tested = subprocess.run([python, "-m", "pytest", "-q", "-n", "2", "-p", "no:cacheprovider",
+                                 *TESTS], cwd=ROOT).returncode
+        code = code or tested
+    return code
 
 
 if __name__ == "__main__":
