@@ -759,6 +759,20 @@ class LearnerHTML(SanitizeHTML):
         self._trusted = self._course_text(resources)
         return super().preprocess(nb, resources)
 
+    def sanitize_code_outputs(self, outputs):
+        """nbconvert's, after each markdown output is judged as a markdown cell is (rendered
+        first: nbconvert's own bleach pass sees `[x](javascript:...)` as plain text): one that
+        renders unclean is replaced by its sanitized HTML."""
+        for output in outputs:
+            data = output.get("data") if isinstance(output, dict) else None
+            if isinstance(data, dict) and isinstance(data.get("text/markdown"), (str, list)):
+                text = data["text/markdown"]
+                safe = self.safe_markdown("".join(text) if isinstance(text, list) else text)
+                if safe is not None:
+                    del data["text/markdown"]
+                    data["text/html"] = safe
+        return super().sanitize_code_outputs(outputs)
+
     def preprocess_cell(self, cell, resources, cell_index):
         if cell.cell_type == "code":
             cell.outputs = self.sanitize_code_outputs(cell.get("outputs", []))

@@ -461,3 +461,52 @@ def test_learner_assignment_list_fetch_and_submit(learner_lab, page, tmp_path):
         inbound = list((lab.exchange / "pytorch-training-loop-math" / "inbound").iterdir())
         assert len(inbound) == 1 and inbound[0].name.split("+")[1] == ASSIGNMENT, inbound
     assert not errors, errors
+
+
+# ---------------------------------------------------------------------------------------------
+# No learner payload runs in the instructor's or the learner's browser (issue 29)
+
+def _payload_page(tmp_path) -> Path:
+    """The feedback's HTML (nbgrader's feedback steps and nbconvert's exporter, as
+    `generate_feedback` runs them, which is also how the formgrader renders an autograded notebook)
+    of a notebook whose markdown cells and outputs hold every payload of the markdown corpus."""
+    import nbformat
+    from nbconvert import HTMLExporter
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+
+    from autograder.nbgrader_plugin import LearnerHTML
+    from test_learner_markdown import PAYLOADS
+
+    cells = [new_markdown_cell(p) for p in PAYLOADS]
+    for p in PAYLOADS:  # the same text as a cell's rich output, markdown and HTML
+        cell = new_code_cell("display(...)")
+        cell.outputs = [new_output("display_data", data={"text/markdown": p, "text/plain": "x"}),
+                        new_output("display_data", data={"text/html": p, "text/plain": "x"})]
+        cells.append(cell)
+    nb, _ = LearnerHTML().preprocess(new_notebook(cells=cells), {})
+    html, _ = HTMLExporter().from_notebook_node(nbformat.from_dict(nb))
+    page = tmp_path / "feedback.html"
+    page.write_text(html)
+    return page
+
+
+def test_no_learner_payload_runs_when_its_page_is_opened_or_its_links_clicked(tmp_path, page):
+    """Every link of the sanitized page is clicked, one per fresh load: no dialog opens, no
+    script sets the page's marker, and no click leaves for a javascript:, vbscript: or data: URL."""
+    feedback = _payload_page(tmp_path)
+    dialogs, navigations = [], []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.on("framenavigated", lambda f: navigations.append(f.url))
+    page.goto(feedback.as_uri())
+    links = page.eval_on_selector_all("a[href], area[href]", "els => els.length")
+    for i in range(links):
+        page.goto(feedback.as_uri())
+        page.evaluate("window.__learner_ran = false")
+        page.eval_on_selector_all("a[href], area[href]", f"els => els[{i}].click()")
+        page.wait_for_timeout(150)
+        if page.url.startswith("file:"):
+            assert page.evaluate("window.__learner_ran") is False
+    page.goto(feedback.as_uri())
+    page.wait_for_timeout(300)
+    assert dialogs == [], dialogs
+    assert not [u for u in navigations if u.split(":")[0].lower() in ("javascript", "vbscript", "data")]

@@ -55,3 +55,17 @@ def test_no_payload_survives_in_the_stored_notebook_or_its_html(payload):
 def test_safe_markdown_stays_exactly_as_written():
     nb = _clean(SAFE)
     assert [c.source for c in nb.cells] == SAFE
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_no_payload_survives_in_a_markdown_or_html_output(payload):
+    """A cell's rich output (display(Markdown(...)), HTML) is judged as a markdown cell is: the
+    Chromium test clicked five live links in markdown outputs before (issue 29)."""
+    cell = nbformat.v4.new_code_cell("display(...)")
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"text/markdown": payload}),
+                    nbformat.v4.new_output("display_data", data={"text/html": payload})]
+    nb, _ = LearnerHTML().preprocess(nbformat.v4.new_notebook(cells=[cell]), {})
+    html, _ = HTMLExporter().from_notebook_node(nb)
+    main = html.split("<main>", 1)[1].split("</main>")[0]
+    tags = " ".join(re.findall(r"<[^>]*>", main))  # escaped text (&lt;iframe ...&gt;) is inert
+    assert not ACTIVE.search(tags), payload
