@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from autograder import report
+from autograder.course import ROOT
 from autograder.build import tool_env
 from autograder.course import ROOT
 from autograder.sandbox import MAX_TEXT, Sandbox, _reply_from
@@ -86,10 +87,27 @@ print("peak", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 
 
+def _peak_kb(path, out, cwd) -> tuple[int, object]:
+    done = subprocess.run([sys.executable, "-c", MEASURE, str(path), str(out)], cwd=cwd,
+                          env=tool_env(), capture_output=True, text=True, timeout=600)
+    return int(done.stdout.split("peak")[-1]) if "peak" in done.stdout else 0, done
+
+
+@pytest.fixture(scope="module")
+def ordinary_peak_kb(tmp_path_factory):
+    """The grader's peak memory on the unanswered notebook, in this environment (a CUDA build
+    of torch, or another Python, loads more before any notebook is read)."""
+    tmp = tmp_path_factory.mktemp("ordinary")
+    source = ROOT / "release" / "04_computational_graph" / "computational_graph.ipynb"
+    peak, done = _peak_kb(source, tmp / "results.json", tmp)
+    assert peak, done.stdout[-2000:] + done.stderr[-2000:]
+    return peak
+
+
 @pytest.mark.parametrize("source", [AT_LOAD, AT_CALL], ids=["at_load", "at_call"])
-def test_40_mb_messages_give_a_small_results_json(tmp_path, source):
+def test_40_mb_messages_give_a_small_results_json(tmp_path, source, ordinary_peak_kb):
     """A 40 MB exception text, a 40 MB returned string and a forged 40 MB reply: results.json
-    stays under 1 MB and the grader's peak memory stays ordinary."""
+    stays under 1 MB and the grader's peak memory stays within 300 MiB of an ordinary grade."""
     path = _notebook(tmp_path, source)
     out = tmp_path / "results.json"
     done = subprocess.run([sys.executable, "-c", MEASURE, str(path), str(out)], cwd=tmp_path,
@@ -103,7 +121,8 @@ def test_40_mb_messages_give_a_small_results_json(tmp_path, source):
     assert graded and all(t["score"] == 0 for t in graded)
     assert data["score"] == 0
     peak_kb = int(done.stdout.split("peak")[-1])
-    assert peak_kb < 700 * 1024, f"grader peak {peak_kb // 1024} MiB"
+    assert peak_kb < ordinary_peak_kb + 300 * 1024, \
+        f"grader peak {peak_kb // 1024} MiB, {ordinary_peak_kb // 1024} MiB on an unanswered notebook"
     review = next(t for t in data["tests"] if t["name"] == "graph_nodes: needs review")
     assert review["visibility"] == "hidden" and "os.write" in review["output"]
 
