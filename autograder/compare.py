@@ -11,14 +11,43 @@ from typing import Callable, Mapping
 
 import torch
 
+from autograder import difference
 from autograder.jail.wire import Unsupported
 
-__all__ = ["GradingFailure", "alternatives", "expect_tensor", "expect_equal", "fail", "order_hint",
+__all__ = ["GradingFailure", "alternatives", "described_list", "expect_tensor", "expect_equal", "fail",
+           "order_hint",
            "raised_hint", "raised_mistakes", "stale"]
 
 TOLERANCE = {torch.float64: (1e-7, 1e-9), torch.float32: (1e-4, 1e-5),
              torch.float16: (1e-2, 1e-3), torch.bfloat16: (2e-2, 1e-2)}
 """dtype -> (rtol, atol): loose enough for a different summation order."""
+
+
+_inputs: list[tuple[str, object]] = []
+"""The arguments of the learner's last call, by parameter name (`note_inputs`): what a
+described difference may name ("4 = x.shape[0]", "where z == 0")."""
+
+
+def note_inputs(inputs) -> None:
+    """Remember the arguments of the call whose result is compared next (the harness does)."""
+    _inputs[:] = list(inputs)
+
+
+def _described(got, expected: torch.Tensor, shape: bool = False) -> str:
+    """"\nWhat differs: ..." (difference.describe) or ""."""
+    rtol, atol = TOLERANCE.get(expected.dtype, (1e-7, 1e-9))
+    try:
+        said = (difference.describe_shape if shape else difference.describe)(
+            got, expected, _inputs, rtol=rtol, atol=atol)
+    except Exception:  # noqa: BLE001 - a description is extra; the message stands without it
+        said = ""
+    return f"\nWhat differs: {said}" if said else ""
+
+
+def described_list(got, expected, noun: str = "items") -> str:
+    """"\nWhat differs: ..." for a list that is not the expected one (difference.describe_list)."""
+    said = difference.describe_list(list(got), list(expected), noun)
+    return f"\nWhat differs: {said}" if said else ""
 
 
 class GradingFailure(AssertionError):
@@ -58,12 +87,13 @@ def expect_tensor(got, expected: torch.Tensor, what: str, *,
         fail(f"{what} returned a {kind}; expected a torch.Tensor of shape {_shape(expected)}.{hint}")
     hint = _diagnose(got, expected, mistakes)
     if got.shape != expected.shape:
-        fail(f"{what} has shape {_shape(got)}; expected {_shape(expected)}.{hint}")
+        fail(f"{what}: the shape is {_shape(got)}; expected {_shape(expected)}."
+             f"{hint or _described(got, expected, shape=True)}")
     if got.dtype == torch.bool and expected.dtype != torch.bool:
-        fail(f"{what} has dtype torch.bool; expected {expected.dtype}. Comparisons like "
+        fail(f"{what}: the dtype is torch.bool; expected {expected.dtype}. Comparisons like "
              f"`z > 0` give booleans: convert with `.to(z.dtype)`.{hint}")
     if check_dtype and got.dtype != expected.dtype:
-        fail(f"{what} has dtype {got.dtype}; expected {expected.dtype} (the dtype of the "
+        fail(f"{what}: the dtype is {got.dtype}; expected {expected.dtype} (the dtype of the "
              f"inputs).{hint}")
     if _close(got, expected):
         return
@@ -73,9 +103,10 @@ def expect_tensor(got, expected: torch.Tensor, what: str, *,
         if diff.dim() else ()
     where = f" at index {index}" if index else ""
     rtol, atol = TOLERANCE.get(expected.dtype, (0.0, 0.0))
-    fail(f"{what} has the right shape but wrong values: largest difference "
+    fail(f"{what}: right shape but wrong values: largest difference "
          f"{diff.max().item():.3g}{where} (expected {expected[index].item():.6g}, "
-         f"got {got[index].item():.6g}; tolerance rtol={rtol:g}, atol={atol:g}).{hint}")
+         f"got {got[index].item():.6g}; tolerance rtol={rtol:g}, atol={atol:g})."
+         f"{hint or _described(got, expected)}")
 
 
 STALE = ("{} returned the same result for new values of the same shape: does it keep results from "

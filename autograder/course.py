@@ -149,6 +149,9 @@ class Assignment:
     driver marks it (07: "backward"; LinearFunction's forward may use any op)."""
     in_place: frozenset[str] = frozenset()
     """functions that are meant to modify their arguments."""
+    new_tensor: frozenset[str] = frozenset()
+    """functions whose exercise says they return a new tensor: returning an argument itself, or
+    a view sharing its memory, fails (tests/test_notebook_text.py: the text says so)."""
     banned_reason: dict[str, str] = field(default_factory=dict)
     """function -> what to use instead, the end of the message when it runs what it may not."""
     warm: tuple[str, ...] = ()
@@ -188,6 +191,7 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
     Assignment(
         "02_activation_functions", "activation_functions.ipynb",
         ("relu", "relu_derivative", "sigmoid", "sigmoid_derivative", "collapse_linear"),
+        new_tensor=frozenset({"relu"}),
         banned=_all(("relu", "relu_derivative", "sigmoid", "sigmoid_derivative", "collapse_linear"),
                     AUTOGRAD | ACTIVATIONS | LEAVING_TORCH),
         # the activations and their derivatives are the exercise: no activation kernel

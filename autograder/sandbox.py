@@ -96,6 +96,8 @@ class Reply:
     """Objects a Recipe put in NAMED, after the call."""
     detail: str = ""
     """For "crashed" and "timeout": what the grader saw."""
+    params: list[str] = field(default_factory=list)
+    """The learner's parameter names of the function called (for messages)."""
 
 
 @dataclass
@@ -360,6 +362,7 @@ def _reply_from(raw: dict, args: tuple) -> Reply:
             mutated=mutated,
             args_after=args_after,
             named_after=wire.decode(raw.get("named_after")) or {},
+            params=params,
         )
     except Exception as error:  # a reply we cannot read is the learner's process misbehaving
         return Reply("crashed", detail=f"unreadable reply from the learner's process "

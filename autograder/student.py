@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.compare import fail, raised_hint
+from autograder.compare import fail, note_inputs, raised_hint
 from autograder.course import base_name
 from autograder.notebook import Submission, defined_names
 from autograder.sandbox import Reply, Sandbox
@@ -149,6 +149,30 @@ def describe(value) -> str:
     return repr(value)
 
 
+def _argument_name(origin: str, params: list[str]) -> str:
+    """"arg0[2]" -> "W[2]" (the learner's parameter name), as the child names what was passed."""
+    head, _, rest = origin.partition("[")
+    if head.startswith("arg") and head[3:].isdigit() and int(head[3:]) < len(params):
+        return params[int(head[3:])] + (f"[{rest}" if rest else "")
+    return origin
+
+
+def _an_argument(value, params: list[str]) -> str:
+    """How a returned value is (part of) an argument: "its input z itself", "a view of its input
+    z (...)"; "" when every tensor in it is new."""
+    if isinstance(value, (list, tuple)):
+        return next((said for v in value if (said := _an_argument(v, params))), "")
+    info = getattr(value, "info", None) if isinstance(value, torch.Tensor) else None
+    if info is None:
+        return ""
+    if info.origin:
+        return f"its input {_argument_name(info.origin, params)} itself"
+    if info.shares:
+        return (f"a view of its input {_argument_name(info.shares, params)} (a new tensor object "
+                "sharing its memory: changing one changes the other)")
+    return ""
+
+
 class Student:
     """Calls the learner's functions; `student.matmul(A, B)` returns their result or fails the test."""
 
@@ -163,7 +187,12 @@ class Student:
     def call(self, name: str, *args, **kwargs) -> Reply:
         """Raw call: a `Reply` whatever happened (for tests of exceptions and in-place work)."""
         others = {k: v for k, v in self.references.items() if k != name}
-        return self.sandbox.call(name, args, kwargs, references=others)
+        reply = self.sandbox.call(name, args, kwargs, references=others)
+        names = [p if p.isidentifier() else f"argument {i + 1}"
+                 for i, p in enumerate(reply.params[:len(args)])]
+        names += [f"argument {i + 1}" for i in range(len(names), len(args))]
+        note_inputs([*zip(names, args), *(kwargs or {}).items()])
+        return reply
 
     def drive(self, name: str, driver: Recipe, *args) -> Reply:
         """Raw call of a class the learner completed: the trusted `driver(cls, *args)` runs it."""
@@ -238,6 +267,12 @@ class Student:
             fail(f"{call} changed its input{'s' if len(reply.mutated) > 1 else ''} "
                  f"{', '.join(reply.mutated)} in place. Leave inputs untouched: build new tensors "
                  "(e.g. `z.clone()`, or out-of-place operations such as `a + b`).")
+        if name in a.new_tensor:
+            alias = _an_argument(reply.value, reply.params)
+            if alias:
+                fail(f"{call} returned {alias}; the exercise asks for a new tensor, whatever the "
+                     "input holds (even when no entry needs to change): build the result, e.g. "
+                     "with torch.where(...) or z.clone() followed by changes to the clone.")
         return reply.value
 
     def expect_raises(self, name: str, exception: str, *args, why: str = "") -> None:

@@ -15,7 +15,9 @@ For each mistake, over the failed hidden tests of its function (the messages the
 * misleading: a hint (the text after "Hint:", each alternative of a several-mistakes hint apart)
   lacks the entry's words: the message blames another mistake;
 * named: no misleading hint, and one message holds every word;
-* generic: caught, neither of the above (no hint, and the plain message does not say it).
+* described: none of the above, and a message describes the difference itself ("What differs:",
+  autograder/difference.py: computed from the values, so truthful, in other words than the entry's);
+* generic: caught, none of the above (no hint, no description, and the message does not say it).
 
 With --visible, the same mistakes go through what the learner sees instead: the notebook's
 visible checks of that function (its setup cells, the answer cells, the check cell without its
@@ -45,15 +47,16 @@ from autograder.course import ASSIGNMENTS  # noqa: E402
 from mutants import Mutant, grade, outcome, solutions  # noqa: E402
 
 PROBE = ROOT / "bench" / "probe"
-KINDS = ("named", "generic", "misleading", "false pass")
+KINDS = ("named", "described", "generic", "misleading", "false pass")
+DESCRIBED = "What differs:"
 SEVERAL = "on this input more than one mistake gives this value:"
 
 
-def load(assignments) -> list[tuple[Mutant, list[str]]]:
+def load(assignments, probe: Path = PROBE) -> list[tuple[Mutant, list[str]]]:
     """(mutant, words) for every mistake of the probe, in file order."""
     out = []
     for assignment in assignments:
-        path = PROBE / f"{assignment}.toml"
+        path = probe / f"{assignment}.toml"
         if not path.is_file():
             continue
         for i, entry in enumerate(tomllib.loads(path.read_text())["mistake"]):
@@ -95,6 +98,9 @@ def classify(m: Mutant, words: list[str], result: dict) -> tuple[str, str]:
     for text in texts:
         if says(text, words):
             return "named", text
+    for text in texts:
+        if DESCRIBED in text:
+            return "described", text
     return "generic", texts[0] if texts else "(no test of the function ran)"
 
 
@@ -133,7 +139,7 @@ def classify_visible(words: list[str], said: str) -> tuple[str, str]:
         return "false pass", ""
     if any(not says(h, words) for h in hints(said)):
         return "misleading", said
-    return ("named" if says(said, words) else "generic"), said
+    return ("named" if says(said, words) else "described" if DESCRIBED in said else "generic"), said
 
 
 def main(argv=None) -> int:
@@ -143,14 +149,17 @@ def main(argv=None) -> int:
     parser.add_argument("--keep", type=Path, help="write the submissions and results here")
     parser.add_argument("--visible", action="store_true",
                         help="the notebook's visible checks instead of the hidden tests")
+    parser.add_argument("--probe", type=Path, default=PROBE,
+                        help="the folder of the probe's files (default bench/probe; bench/probe_fresh: "
+                             "a held-out probe written from the release notebooks alone)")
     parser.add_argument("-v", "--verbose", action="store_true",
                         help="print every mistake's verdict and deciding message, not only the unnamed")
     args = parser.parse_args(argv)
     unknown = set(args.assignments) - set(ASSIGNMENTS)
     if unknown:
         parser.error(f"unknown assignment {sorted(unknown)}; known: {', '.join(ASSIGNMENTS)}")
-    wanted = args.assignments or [a for a in ASSIGNMENTS if (PROBE / f"{a}.toml").is_file()]
-    entries = load(wanted)
+    wanted = args.assignments or [a for a in ASSIGNMENTS if (args.probe / f"{a}.toml").is_file()]
+    entries = load(wanted, args.probe)
     start = time.monotonic()
     if args.visible:
         said = visible(entries)
@@ -169,8 +178,8 @@ def main(argv=None) -> int:
     print(("The notebooks' visible checks" if args.visible else "Hints") + " on a probe of "
           "hand-written mistakes (bench/probe): of the mistakes caught, how many get a message "
           "naming them")
-    header = f"{'assignment':26s} {'mistakes':>8s} {'caught':>6s} {'named':>6s} {'generic':>7s} " \
-             f"{'misleading':>10s} {'false pass':>10s}  named/caught"
+    header = f"{'assignment':26s} {'mistakes':>8s} {'caught':>6s} {'named':>6s} {'described':>9s} " \
+             f"{'generic':>7s} {'misleading':>10s} {'false pass':>10s}  named/caught  +described"
     print(header)
     total = Counter()
     for assignment in wanted + ["total"]:
@@ -183,9 +192,10 @@ def main(argv=None) -> int:
         if not n:
             continue
         caught = n - count["false pass"]
-        print(f"{assignment:26s} {n:8d} {caught:6d} {count['named']:6d} {count['generic']:7d} "
-              f"{count['misleading']:10d} {count['false pass']:10d}  "
-              f"{100 * count['named'] / max(caught, 1):5.1f}%")
+        print(f"{assignment:26s} {n:8d} {caught:6d} {count['named']:6d} {count['described']:9d} "
+              f"{count['generic']:7d} {count['misleading']:10d} {count['false pass']:10d}  "
+              f"{100 * count['named'] / max(caught, 1):11.1f}%  "
+              f"{100 * (count['named'] + count['described']) / max(caught, 1):9.1f}%")
 
     shown = [v for v in verdicts if args.verbose or v[2] != "named"]
     if shown:

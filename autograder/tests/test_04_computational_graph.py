@@ -12,7 +12,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.compare import alternatives, expect_tensor, fail, raised_hint
+from autograder.compare import alternatives, described_list, expect_tensor, fail, raised_hint
 from autograder.tests.data import rand
 from autograder.jail.wire import Recipe, Unsupported
 from autograder.tests.repeat import SECOND_CALL, again
@@ -139,6 +139,21 @@ def no_graph(kind):
         with torch.no_grad():
             return (w * 2).sum()
     return _values(1, 3) * 2
+
+
+_KEPT = []
+
+
+def padded(pad, name, *args):
+    """The graph `name`, built after 64 tensors were made and all but `pad` freed in a shuffled
+    order: its tensors and nodes take the freed places, at other addresses and in another order,
+    which is what a set's order follows (the walk's order does not change)."""
+    holes = [torch.zeros(()) for _ in range(64)]
+    order = torch.randperm(64, generator=torch.Generator().manual_seed(pad)).tolist()
+    _KEPT.append([holes[i] for i in order[:pad]])
+    for i in order[pad:]:
+        holes[i] = None
+    return globals()[name](*args)
 '''
 
 
@@ -302,6 +317,25 @@ COMPARED_BY_VALUE = ("must match the size of tensor",)
 """Errors that `leaf in leaves` gives when it compares tensors of other shapes with ==."""
 
 
+ADDRESS_ORDER = ("{what}: walks of the same graph built with its tensors at other memory "
+                 "addresses returned {first} and then {other}: the order follows the objects' "
+                 "addresses, which is the order of a set (or of a dict keyed by id()), not the "
+                 "walk's. Keep a set only to know what was seen; append each item to a list "
+                 "when the walk visits it, and return the list.")
+
+
+def address_order(student, function: str, name: str, args: tuple, got: list, read) -> list | None:
+    """Another answer of the learner's function for the same graph built at other addresses
+    (`padded`), when one differs from `got` (read with `read`); None when every one agrees."""
+    for pad in range(1, 6):
+        reply = student.call(function, recipe("padded", pad, name, *args, label="t"))
+        if reply.status == "ok" and isinstance(reply.value, (list, tuple)):
+            other = read(reply.value)
+            if other != got and sorted(map(str, other)) == sorted(map(str, got)):
+                return other
+    return None
+
+
 def call_walk(student, function: str, name: str, args: tuple, about: str, walks: int = 1):
     """The learner's graph_nodes / leaf_tensors for the recipe's tensor, or a failed test;
     with walks=2, the answer of a second call on the same graph (SECOND_CALL)."""
@@ -372,6 +406,10 @@ def check_graph_nodes(student, name: str, *args, about: str = "", walks: int = 1
         fail(f"{what} returned a {kind}; expected a list of node names (strings), "
              f"here {_show(expected)}.")
     got = list(got)
+    if sorted(got) == sorted(expected) and walks == 1:
+        other = address_order(student, "graph_nodes", name, args, got, list)
+        if other is not None:
+            fail(ADDRESS_ORDER.format(what=what, first=_show(got), other=_show(other)))
     if got == expected:
         return
     def node_values(tt, _named):
@@ -390,7 +428,8 @@ def check_graph_nodes(student, name: str, *args, about: str = "", walks: int = 1
     first = next((i for i, (g, e) in enumerate(zip(got, expected)) if g != e),
                  min(len(got), len(expected)))
     fail(f"{what} returned {len(got)} names, {_show(got)}; expected {len(expected)}, "
-         f"{_show(expected)} (first difference at position {first}).{hint}")
+         f"{_show(expected)} (first difference at position {first})."
+         f"{hint or described_list(got, expected, 'nodes')}")
 
 
 @graded("graph_nodes", points=1, visible=True)
@@ -481,6 +520,12 @@ def check_leaf_tensors(student, name: str, *args, about: str = "", walks: int = 
             fail(f"{what}: item {i} is a {kind}, not a tensor. An AccumulateGrad node keeps its "
                  "leaf in node.variable: return that.")
     got_origins = [g.info.origin for g in got]
+    if None not in got_origins and sorted(got_origins) == sorted(expected) and walks == 1:
+        other = address_order(student, "leaf_tensors", name, args, got_origins,
+                              lambda value: [getattr(getattr(g, "info", None), "origin", None)
+                                             for g in value])
+        if other is not None:
+            fail(ADDRESS_ORDER.format(what=what, first=_show(got_origins), other=_show(other)))
     if got_origins == expected:
         return
     described = [o if o is not None else f"a new tensor {tuple(g.shape)}" for o, g in zip(got_origins, got)]
@@ -501,7 +546,8 @@ def check_leaf_tensors(student, name: str, *args, about: str = "", walks: int = 
                    if wrong == got_origins != expected]
         hint = walk_hint(narrow(student, "leaf_tensors", matches, leaf_values))
     fail(f"{what} returned {_show(described)}; expected the leaves {_show(expected)}, in "
-         f"this order, each the very tensor object (compared with `is`).{hint}")
+         f"this order, each the very tensor object (compared with `is`)."
+         f"{hint or described_list(described, expected, 'leaves')}")
 
 
 def _copy_of_leaf(tensor, leaves) -> bool:
@@ -604,9 +650,11 @@ SECOND_FORWARD = ("compute L from your h: L = F.mse_loss(model[2](h), y). Your f
                   "its .grad stays None.")
 SUMMED = ("the loss was summed, not averaged: F.mse_loss (mean) divides by the number of entries, "
           "N · out.")
-NOTHING_STORED = ("no parameter's .grad was filled: the gradients were not stored. "
-                  "torch.autograd.grad returns gradients without putting them in .grad; call "
-                  "L.backward() once, which fills .grad and, with h.retain_grad(), h.grad.")
+NOTHING_STORED = ("no parameter's .grad holds a gradient after the call: either the gradients "
+                  "were never stored (torch.autograd.grad returns them without putting them in "
+                  ".grad) or they were cleared after backward() (model.zero_grad(), p.grad = "
+                  "None). Call L.backward() once, which fills .grad and, with h.retain_grad(), "
+                  "h.grad, and leave .grad as it fills it.")
 DETACHED = ("the first layer's parameters got no gradient, the last layer's did: backward() "
             "stopped at h, so h was cut from the graph (h.detach(), h.data, or a new leaf made "
             "from h's values). Keep h as the ReLU gives it and call h.retain_grad() on it.")

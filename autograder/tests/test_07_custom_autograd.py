@@ -44,7 +44,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from autograder.compare import STALE, TOLERANCE, alternatives, expect_tensor, fail, raised_mistakes, stale
+from autograder.compare import (STALE, TOLERANCE, alternatives, described_list, expect_tensor, fail,
+                                raised_mistakes, stale)
 from autograder.notebook import stand_ins
 from autograder.tests.data import rand
 from autograder.tests.optim import SGD
@@ -268,7 +269,7 @@ def linear_mistakes(inputs, grad_out, i):
     g = grad_out
     n = g.shape[0]
     if i == 0:
-        return {"grad_x = grad_out @ W, of shape (N, in); grad_out @ W.T is not it (it only has the "
+        return {"grad_x = grad_out @ W, of shape (N, in); grad_out @ W.T (W transposed) is not it (it only has the "
                 "right shape when W is square).": lambda: g @ W.T,
                 "that is grad_W: backward returns (grad_x, grad_W, grad_b) in the order of forward's "
                 "inputs.": lambda: g.T @ x,
@@ -711,14 +712,17 @@ TRAIN_MISTAKES = {
                 "starting weights).",
     "float": "the forward pass must use the quantized weight, FakeQuantize.apply(W_, scale), not "
              "the float shadow weight.",
-    "frozen_weight": "W_ got no gradient, so only the bias trained: W_ must be a leaf that requires "
-                     "grad, W_ = W.detach().clone().requires_grad_(), and the forward must reach it "
-                     "through FakeQuantize.apply(W_, scale), whose backward is the straight-through "
-                     "estimator (torch.round's own derivative is 0, and .detach() cuts the graph).",
+    "frozen_weight": "W_ never changed, so only the bias trained: W_ must be a leaf that requires "
+                     "grad, W_ = W.detach().clone().requires_grad_(), handed to the optimizer, and "
+                     "the forward must reach it through FakeQuantize.apply(W_, scale), whose backward "
+                     "is the straight-through estimator (torch.round's own derivative is 0, and "
+                     ".detach() cuts the graph).",
     "requantize": "keep the shadow weight in floats: rounding it back to the grid after every step "
                   "throws away every update smaller than half a grid step.",
-    "frozen_bias": "the bias trains too: make b_ a leaf that requires grad, "
-                   "b_ = b.detach().clone().requires_grad_().",
+    "frozen_bias": "b_trained is b as given, while W trained: the bias trains too. It must be a "
+                   "leaf that requires grad, b_ = b.detach().clone().requires_grad_(), and be in "
+                   "the optimizer's list, torch.optim.SGD([W_, b_], lr=lr): either one missing "
+                   "leaves it as it was.",
     "inputs": NOTHING_TRAINED,
     "step_first": NOTHING_TRAINED,
     "zero_between": NOTHING_TRAINED,
@@ -955,7 +959,8 @@ def check_ops(student, name, *args, label, earlier=None):
              "func.namespace is \"aten\"."),
         (earlier, STALE.format("record_ops")),
     ]
-    hint = alternatives(h for c, h in candidates if got == c and c != expected)
+    hint = alternatives(h for c, h in candidates if got == c and c != expected) or described_list(
+        got, expected, "operators")
     shown = lambda ops: f"{ops[:12]}{' ...' if len(ops) > 12 else ''} ({len(ops)} entries)"
     fail(f"{what} returned {shown(got)}; expected {shown(expected)}.{hint}")
 
