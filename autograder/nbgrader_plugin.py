@@ -50,10 +50,20 @@ from nbformat.v4 import new_output
 from nbgrader.api import MissingEntry
 from nbgrader.preprocessors import (DeduplicateIds, Execute, NbGraderPreprocessor,
                                     OverwriteCells, SaveAutoGrades)
-from traitlets import Bool
+from traitlets import Bool, List
 
 from autograder import jailer
 from autograder.course import ASSIGNMENTS
+
+try:  # nbgrader's gradebook (0.9.6) trips SQLAlchemy's autoflush three times per notebook it
+    # autogrades; nothing is lost and no instructor can act on it, so it is not printed
+    import warnings
+
+    from sqlalchemy.exc import SAWarning
+    warnings.filterwarnings("ignore", message=r"Object of type <Submitted\w+> not in session, add "
+                            r"operation along", category=SAWarning)
+except ImportError:
+    pass
 
 
 def _function(grade_id: str) -> str:
@@ -646,6 +656,28 @@ def put_in_gradebook(root: str, assignment: str, config=None) -> None:
     _IN_GRADEBOOK.add((root, assignment))
 
 
+def stamp_hand_in(folder: Path) -> None:
+    """A submission placed in submitted/STUDENT/ASSIGNMENT/ by hand (not through the exchange)
+    gets the two files `nbgrader submit` writes beside it: timestamp.txt (the newest notebook's
+    time, in nbgrader's format) and submission_secret.txt. Autograde copies them on, and without
+    them `release_feedback` stops for every learner with FileNotFoundError. Feedback released for
+    such a submission reaches the exchange; the learner, who submitted nothing through it, is
+    given the HTML from feedback/ directly."""
+    import secrets
+    from datetime import datetime, timezone
+    folder = Path(folder)
+    if not folder.is_dir() or (folder / "timestamp.txt").exists():
+        return
+    times = [p.stat().st_mtime for p in folder.glob("*.ipynb")] or [time.time()]
+    when = datetime.fromtimestamp(max(times), timezone.utc)
+    try:
+        (folder / "timestamp.txt").write_text(when.strftime("%Y-%m-%d %H:%M:%S.%f %Z"))
+        if not (folder / "submission_secret.txt").exists():
+            (folder / "submission_secret.txt").write_text(secrets.token_hex(64))
+    except OSError:
+        pass  # a read-only submission: autograde proceeds; release_feedback then skips it
+
+
 def gradebook_from_source(config=None):
     """`Autograde.pre_convert_hook`: an assignment that is in source/ but not in the gradebook
     (a fresh clone: release/ is committed, gradebook.db is not) is put there before the first
@@ -654,6 +686,8 @@ def gradebook_from_source(config=None):
     from nbgrader.coursedir import CourseDirectory
 
     def hook(assignment, student, notebooks):
+        for folder in {Path(n).parent for n in notebooks or ()}:
+            stamp_hand_in(folder)
         root = os.getcwd()  # nbgrader's converters run from the course root
         coursedir = CourseDirectory(config=config, root=root) if config else CourseDirectory(root=root)
         # nbgrader passes the assignment id as given: `autograde '*'` passes the glob
@@ -720,6 +754,11 @@ SAFE_ATTRIBUTES = {**bleach.ALLOWED_ATTRIBUTES, "img": ["src", "alt", "width", "
                    "th": ["colspan", "rowspan", "align"], "td": ["colspan", "rowspan", "align"]}
 
 
+def _described_images(html: str) -> str:
+    """Sanitized learner HTML with alternative text on every image that has none."""
+    return re.sub(r"<img(?![^>]*\balt=)", '<img alt="an image from the notebook"', html)
+
+
 class LearnerHTML(SanitizeHTML):
     """nbconvert's `SanitizeHTML` (bleach) over what the learner made: every code cell's outputs
     (HTML and markdown cleaned, JavaScript, SVG and other active types dropped), and the markdown
@@ -771,7 +810,12 @@ class LearnerHTML(SanitizeHTML):
                 if safe is not None:
                     del data["text/markdown"]
                     data["text/html"] = safe
-        return super().sanitize_code_outputs(outputs)
+        outputs = super().sanitize_code_outputs(outputs)
+        for output in outputs:
+            data = output.get("data") if isinstance(output, dict) else None
+            if isinstance(data, dict) and isinstance(data.get("text/html"), str):
+                data["text/html"] = _described_images(data["text/html"])
+        return outputs
 
     def preprocess_cell(self, cell, resources, cell_index):
         if cell.cell_type == "code":
@@ -798,7 +842,7 @@ class LearnerHTML(SanitizeHTML):
                             protocols=SAFE_PROTOCOLS, strip=True, strip_comments=True)
         squeezed = re.sub(r"[\s\x00-\x1f]+", "", _html.unescape(source)).lower()
         if safe != rendered or _SCRIPT_SCHEME.search(squeezed):
-            return safe
+            return _described_images(safe)
         return None
 
 
@@ -816,16 +860,32 @@ class _Lenient:
             return cell, resources
 
 
+DISPLAY_PRIORITY = List(NbGraderPreprocessor.display_data_priority.default_value).tag(config=True)
+"""nbconvert's HTML exporter configures every preprocessor's display_data_priority; nbgrader's
+own steps accept it (GetGrades), and ours do too, instead of warning on every feedback run."""
+
+
 class FeedbackClearHiddenTests(_Lenient, ClearHiddenTests):
-    """No `### BEGIN HIDDEN TESTS` block (the grader's scaffolding) in the learner's feedback."""
+    """No `### BEGIN HIDDEN TESTS` block (the grader's scaffolding) in the learner's feedback, and
+    no bare score under the test results (the `Out[n]: 0` nbgrader reads partial credit from: the
+    feedback states the score at the cell already)."""
 
     enforce_metadata = Bool(False).tag(config=True)
+    display_data_priority = DISPLAY_PRIORITY
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        meta = _nbgrader(cell)
+        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+            cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") != "execute_result"]
+        return cell, resources
 
 
 class FeedbackClearMarkScheme(_Lenient, ClearMarkScheme):
     """No mark scheme (the written answer's rubric) in the learner's feedback."""
 
     enforce_metadata = Bool(False).tag(config=True)
+    display_data_priority = DISPLAY_PRIORITY
 
 
 MARK_SCHEME_LINE = "<!-- {} MARK SCHEME: shown to graders only, removed from the feedback -->"
@@ -853,9 +913,37 @@ WRAP_CSS = "div.output_area pre, div.input_area pre { white-space: pre-wrap; ove
 class WrapLongLines(NbGraderPreprocessor):
     """Long lines in the feedback's code and output boxes wrap instead of running off the box."""
 
+    display_data_priority = DISPLAY_PRIORITY
+
     def preprocess(self, nb, resources):
         resources.setdefault("inlining", {}).setdefault("css", []).append(WRAP_CSS)
         return nb, resources
+
+
+class FigureAltText(NbGraderPreprocessor):
+    """Every figure in the feedback gets alternative text (for a screen reader, and instead of
+    nbconvert's warning per notebook): a PNG or JPEG output becomes the same image as HTML with
+    `alt` from the output's own text ("<Figure size 640x480 with 1 Axes>") and its cell."""
+
+    display_data_priority = DISPLAY_PRIORITY
+    BASE64 = re.compile(r"[A-Za-z0-9+/=\s]+")
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        if cell.cell_type != "code":
+            return cell, resources
+        for output in cell.get("outputs", []):
+            data = output.get("data") or {}
+            kind = next((k for k in ("image/png", "image/jpeg") if k in data), None)
+            if kind is None or "text/html" in data or not isinstance(data[kind], str) \
+                    or not self.BASE64.fullmatch(data[kind]):
+                continue
+            plain = data.get("text/plain", "")
+            plain = "".join(plain) if isinstance(plain, list) else str(plain)
+            alt = _html.escape(f"{plain.strip() or 'A figure'}, drawn by code cell {cell_index + 1}",
+                               quote=True)
+            data["text/html"] = f'<img alt="{alt}" src="data:{kind};base64,{data[kind].strip()}">'
+            del data[kind]
+        return cell, resources
 
 
 def feedback_preprocessors() -> list:
@@ -866,7 +954,7 @@ def feedback_preprocessors() -> list:
     if default != [GetGrades, CSSHTMLHeaderPreprocessor]:
         raise RuntimeError(f"nbgrader's feedback steps changed: {default}")
     return [GetGrades, FeedbackClearHiddenTests, FeedbackClearMarkScheme, LearnerHTML,
-            CSSHTMLHeaderPreprocessor, WrapLongLines]
+            FigureAltText, CSSHTMLHeaderPreprocessor, WrapLongLines]
 
 
 # --- nbgrader export: a grades.csv a spreadsheet opens as data ------------------------------------

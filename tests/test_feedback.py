@@ -71,9 +71,11 @@ def course(tmp_path_factory):
         nbformat.write(nb, folder / A.notebook)
     autograded = nbgrader("autograde", A.id, "--log-level=WARN", cwd=root)
     assert autograded.returncode == 0, autograded.stderr
-    feedback = nbgrader("generate_feedback", A.id, "--log-level=ERROR", cwd=root)
+    feedback = nbgrader("generate_feedback", A.id, "--log-level=WARN", cwd=root)
     assert feedback.returncode == 0, feedback.stderr
-    return root, autograded.stderr
+    (root / "exchange").mkdir(mode=0o777)
+    released = nbgrader("release_feedback", A.id, "--log-level=WARN", cwd=root)
+    return root, autograded.stderr, feedback.stderr, released
 
 
 def _feedback(root, student: str) -> str:
@@ -187,3 +189,34 @@ def test_the_standalone_graders_results_hold_no_grader_only_text(course):
         text = json.dumps(results_json(graded.results))
         assert [t for t in GRADER_ONLY if t in text] == [], student
         assert "/autograder/" not in text and "Traceback" not in text, student
+
+
+def test_no_warning_an_instructor_cannot_act_on(course):
+    """autograde prints no SQLAlchemy SAWarning, generate_feedback no unrecognized config option
+    and no missing alternative text (issue 32)."""
+    _, autograded, feedback, _ = course
+    assert "SAWarning" not in autograded, autograded[-2000:]
+    assert "WARNING" not in feedback, feedback[-2000:]
+
+
+def test_release_feedback_works_for_hand_placed_submissions(course):
+    """The submissions were placed in submitted/ by hand (no timestamp.txt from `nbgrader submit`):
+    release_feedback releases every learner's feedback instead of stopping with FileNotFoundError."""
+    root, _, _, released = course
+    assert released.returncode == 0, released.stderr[-2000:]
+    assert len(list((root / "exchange").rglob("feedback/*.html"))) == 3
+
+
+@pytest.mark.parametrize("student", ["honest", "hostile"])
+def test_feedback_has_no_bare_score_and_every_figure_is_described(course, student):
+    import re
+    html = _feedback(course[0], student)
+    assert re.findall(r"<img(?![^>]*\balt=)", html) == []
+    assert "No description has been provided" not in html
+    nb = _autograded(course[0], student)  # nbgrader reads the score from an Out[] there
+    tests = [c for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("grade")
+             and not c.metadata["nbgrader"].get("solution")]
+    assert all(any(o.output_type == "execute_result" for o in c.outputs) for c in tests)
+    learners = sum(o.output_type == "execute_result" for c in nb.cells if c.cell_type == "code"
+                   and c not in tests for o in c.get("outputs", []))
+    assert html.count("jp-OutputArea-executeResult") == learners  # none under the test results

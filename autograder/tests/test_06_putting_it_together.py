@@ -108,7 +108,8 @@ def check_loss_count(call, losses, steps, losses_for):
     hints = []
     n = len(losses)
     if n in (steps - 1, steps + 1) and _close_list(losses, losses_for(n)):
-        hints.append(f"the loop ran {n} times: `for _ in range(steps):` runs exactly "
+        hints.append(f"the loop ran {n} times, one step too {'few' if n < steps else 'many'} "
+                     "(an off-by-one in its bounds): `for _ in range(steps):` runs exactly "
                      "`steps` updates, with one loss recorded before each.")
     elif steps and n > steps and _close_list(losses[n - steps:], losses_for(steps)):
         hints.append("the list starts with losses from an earlier call: " + state_hint("train_mlp"))
