@@ -64,15 +64,16 @@ def demo(assignments: list[str] | None = None, jobs: int | None = None, every: b
                 for r in csv.DictReader(f)}
 
     _step("grades (nbgrader gradebook vs python -m autograder)")
-    print(f"  {'assignment':26} {'student':22} {'nbgrader':>9} {'autograder':>11}")
-    for s in scenarios:
+    width = max([len(s.student) for s in scenarios] + [7])
+    print(f"  {'assignment':26} {'student':{width}} {'nbgrader':>9} {'autograder':>11}")
+    for s in sorted(scenarios, key=lambda s: (s.assignment, s.student)):
         key = (s.student, s.assignment)
         score, max_score = ours.get(key, (float("nan"), 0))
         note = ""
         if theirs.get(key) != score:
             note = "  <- the notebook kernel died (os._exit): nbgrader records 0" \
                 if not s.nbgrader else "  <- DIFFERENT"
-        print(f"  {s.assignment:26} {s.student:22} {theirs.get(key, 0):9g} "
+        print(f"  {s.assignment:26} {s.student:{width}} {theirs.get(key, 0):9g} "
               f"{score:6g} / {max_score:g}{note}")
     n = len(scenarios)
     _step("time")
@@ -84,9 +85,25 @@ def demo(assignments: list[str] | None = None, jobs: int | None = None, every: b
           "feedback_json/<student>/<assignment>.json and feedback_json/grades.csv")
     _step("class report (python -m autograder report feedback_json --out feedback_json/report)")
     from autograder.classreport import write_report
-    write_report(ROOT / "feedback_json", ROOT / "feedback_json" / "report")
+    import contextlib
+    import io
+    with contextlib.redirect_stdout(io.StringIO()):  # its own "report: PATH" line, said below
+        write_report(ROOT / "feedback_json", ROOT / "feedback_json" / "report")
     print("  open it in a browser: file://"
           f"{(ROOT / 'feedback_json' / 'report' / 'index.html').as_posix()}")
-    unexpected = sum(1 for s in scenarios if s.nbgrader
-                     and theirs.get((s.student, s.assignment)) != ours.get((s.student, s.assignment), (None,))[0])
+    compared = [s for s in scenarios if s.nbgrader]
+    unexpected = [s for s in compared
+                  if theirs.get((s.student, s.assignment)) != ours.get((s.student, s.assignment), (None,))[0]]
+    print(f"\n{verdict(len(compared), len(unexpected), len(scenarios) - len(compared))}")
+    print("Next: `jupyter lab`, Nbgrader menu -> Formgrader to grade the written answers; "
+          "`nbgrader generate_feedback` and `release_feedback` for the learners.")
     return 1 if unexpected else 0
+
+
+def verdict(compared: int, different: int, kernel_deaths: int) -> str:
+    """The demo's last line: whether the two graders gave every notebook the same grade."""
+    died = (f" ({kernel_deaths} more where the notebook's kernel dies, which nbgrader records as 0 "
+            "by design)") if kernel_deaths else ""
+    if different:
+        return f"GRADES DIFFER: {different} of {compared} notebooks got another grade from nbgrader{died}."
+    return f"All grades agree: {compared} of {compared} notebooks, nbgrader and python -m autograder{died}."

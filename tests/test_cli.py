@@ -81,3 +81,10 @@ def test_batch_writes_json_per_submission_and_grades_csv(submitted, tmp_path):
             failed = [t["name"] for t in data["tests"] if t["status"] != "passed"]
             assert not failed, row["assignment"]  # written answers too: max_score 0, "passed"
             assert data["score"] == data["max_score"] == float(row["max_score"]) > 0
+
+
+def test_the_demo_ends_with_one_line_saying_whether_the_grades_agree():
+    from autograder.demo import verdict
+    assert verdict(89, 0, 0) == "All grades agree: 89 of 89 notebooks, nbgrader and python -m autograder."
+    assert verdict(89, 2, 1).startswith("GRADES DIFFER: 2 of 89 notebooks")
+    assert "1 more where the notebook's kernel dies" in verdict(88, 0, 1)
