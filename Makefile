@@ -8,7 +8,7 @@ TORCH_SPEC ?= -c constraints.txt torch
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup jail browser demo test build clean mutants newest-torch newest-python slurm-check k8s-check
+.PHONY: setup jail browser demo test build tutorial clean mutants newest-torch newest-python slurm-check k8s-check
 
 setup: $(VENV)/.installed jail
 
@@ -89,6 +89,12 @@ k8s-check:
 
 build: setup
 	$(BIN)/python -m autograder build
+
+# The course as one PyTorch tutorial (docs/tutorial.md): tutorial/training_loop_math_tutorial.py,
+# and its HTML as pytorch.org builds it (Sphinx + sphinx-gallery) in tutorial/site/_build/html.
+TUTORIAL_DIR ?= tutorial
+tutorial: $(VENV)/.test-installed
+	$(BIN)/python -m autograder tutorial --out $(TUTORIAL_DIR) --html
 
 clean:
 	rm -rf $(VENV) $(NEWEST_VENV) submitted autograded feedback feedback_json gradebook.db grades.csv

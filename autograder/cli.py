@@ -55,6 +55,13 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="(instructor) an HTML class report of a batch")
     report.add_argument("dir", type=Path, help="a batch's --out DIR (<student>/<assignment>.json)")
     report.add_argument("--out", type=Path, help="write REPORT_DIR/index.html (default: DIR/report)")
+    tutorial = commands.add_parser(
+        "tutorial", help="(instructor) the course as one PyTorch tutorial (a sphinx-gallery script, see "
+                         "docs/tutorial.md)")
+    tutorial.add_argument("--out", type=Path, required=True, metavar="DIR",
+                          help="write DIR/training_loop_math_tutorial.py")
+    tutorial.add_argument("--html", action="store_true",
+                          help="also build it as pytorch.org does (Sphinx, sphinx-gallery) into DIR/site/_build/html")
     return parser
 
 
@@ -80,6 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         from autograder.classreport import write_report
         return write_report(args.dir, args.out)
+    if args.command == "tutorial":
+        from autograder.tutorial import TutorialError, main as tutorial
+        try:
+            return tutorial(args.out, args.html)
+        except TutorialError as error:
+            return _error(str(error))
     try:
         args.shard = _shard(args.shard)
     except ValueError as error:

@@ -510,3 +510,27 @@ def test_no_learner_payload_runs_when_its_page_is_opened_or_its_links_clicked(tm
     page.wait_for_timeout(300)
     assert dialogs == [], dialogs
     assert not [u for u in navigations if u.split(":")[0].lower() in ("javascript", "vbscript", "data")]
+
+
+# ---------------------------------------------------------------------------------------------
+# The course as a PyTorch tutorial (issue 31): the page that pytorch.org's build makes of it
+
+def test_tutorial_page_shows_every_figure_no_traceback_and_its_math(tmp_path_factory, page):
+    """The tutorial's HTML page (Sphinx + sphinx-gallery; tests/test_tutorial.py builds it once per
+    run), opened from file://: every image of the gallery has loaded, no output shows a traceback,
+    and the math is there as Sphinx's math elements (typeset by MathJax where its script loads)."""
+    from test_tutorial import built_site
+
+    html = built_site(tmp_path_factory)
+    page.goto(html.as_uri())
+    page.wait_for_load_state("load")
+    images = page.eval_on_selector_all(
+        "img", "els => els.map(e => [e.getAttribute('src'), e.complete, e.naturalWidth])")
+    gallery = [img for img in images if "sphx_glr_" in img[0]]
+    assert len(gallery) >= 6, images
+    assert [img for img in gallery if not (img[1] and img[2] > 0)] == []
+    assert "Traceback" not in page.inner_text("body")
+    outputs = page.eval_on_selector_all(".sphx-glr-script-out", "els => els.map(e => e.innerText)")
+    assert outputs and not any("Traceback" in o for o in outputs)
+    maths = page.eval_on_selector_all("span.math, div.math, mjx-container, .katex", "els => els.length")
+    assert maths > 100, maths
