@@ -136,6 +136,9 @@ class Sandbox:
         """Why cells were left out (they killed or hung a child): said in every later report."""
         self._spent = 0.0
         self._reset_once = False
+        self.earlier_calls = 0
+        """Calls the live child answered before the last one (state they left can explain it)."""
+        self._answered = 0
 
     # -- children -------------------------------------------------------------
     def _start(self, owner: str | None) -> LoadReport:
@@ -169,6 +172,7 @@ class Sandbox:
                              "(AUTOGRADER_DEBUG=1 shows its output)")
         self._conn, self._pid = spawned
         self._owner = owner
+        self._answered = 0
         timeout = min(self.load_timeout, self._left())
         reply, running = None, None
         try:
@@ -250,6 +254,10 @@ class Sandbox:
     def __exit__(self, *exc):
         self.close()
 
+    def fresh(self) -> None:
+        """Drop the live child: the next call starts a new one, with no state of earlier calls."""
+        self._discard()
+
     # -- calls ---------------------------------------------------------------
     def call(self, name: str, args: tuple = (), kwargs: dict | None = None,
              references: dict[str, str] | None = None, driver: wire.Recipe | None = None) -> Reply:
@@ -274,6 +282,7 @@ class Sandbox:
             if report.failed:
                 return Reply("crashed", detail=report.errors[0] if report.errors else "")
         self._owner = name
+        self.earlier_calls, self._answered = self._answered, self._answered + 1
         request = call_request(name, args, kwargs, references, driver)
         request["nonce"] = nonce = secrets.token_hex(16)
         started = time.monotonic()

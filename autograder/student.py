@@ -183,10 +183,13 @@ class Student:
         self.sandbox = sandbox
         self.references = references or {}
         """Trusted source of graded functions that others may call (matmul for linear_forward)."""
+        self._replay = None
+        """(function, a call that repeats the last call or drive) for a replay in a fresh child."""
 
     def call(self, name: str, *args, **kwargs) -> Reply:
         """Raw call: a `Reply` whatever happened (for tests of exceptions and in-place work)."""
         others = {k: v for k, v in self.references.items() if k != name}
+        self._replay = (name, lambda: self.call(name, *args, **(kwargs or {})))
         reply = self.sandbox.call(name, args, kwargs, references=others)
         names = [p if p.isidentifier() else f"argument {i + 1}"
                  for i, p in enumerate(reply.params[:len(args)])]
@@ -197,6 +200,7 @@ class Student:
     def drive(self, name: str, driver: Recipe, *args) -> Reply:
         """Raw call of a class the learner completed: the trusted `driver(cls, *args)` runs it."""
         others = {k: v for k, v in self.references.items() if k != name}
+        self._replay = (name, lambda: self.drive(name, driver, *args))
         return self.sandbox.call(name, args, {}, references=others, driver=driver)
 
     def __getattr__(self, name: str):
@@ -254,7 +258,7 @@ class Student:
             if exc.is_a("MemoryError") or "can't allocate memory" in exc.message:
                 fail(f"{call} ran out of memory: it tried to allocate far more than the inputs need.")
             where = f"\n{exc.where.rstrip()}" if exc.where else ""
-            hint = hint or raised_hint(reply)   # a known error's meaning, whatever the input
+            hint = hint or raised_hint(reply) or self._raised_only_after_earlier_calls(name, reply, args, kwargs)
             fail(f"{call} raised {exc.type}: {exc.message}{where}{chr(10) + about if about else ''}"
                  f"{chr(10) + 'Hint: ' + hint if hint else ''}")
         a = self.assignment
@@ -274,6 +278,26 @@ class Student:
                      "input holds (even when no entry needs to change): build the result, e.g. "
                      "with torch.where(...) or z.clone() followed by changes to the clone.")
         return reply.value
+
+    def _raised_only_after_earlier_calls(self, name: str, reply: Reply, args, kwargs) -> str:
+        """For a call that raised after earlier calls in the same process: the same call in a
+        fresh process. When it then does not raise that error, the error comes from what the
+        earlier calls left behind, and the hint says so (computed, whatever the state is)."""
+        replay = getattr(self, "_replay", None)
+        if self.sandbox.earlier_calls == 0 or reply.exception.is_a("NotImplementedError") \
+                or replay is None or replay[0] != name:
+            return ""
+        self.sandbox.fresh()
+        again = replay[1]()
+        if again.status == "exception" and again.exception.type == reply.exception.type \
+                and again.exception.message == reply.exception.message:
+            return ""
+        if again.status not in ("ok", "exception"):
+            return ""
+        return (f"called with the same inputs in a fresh process, {name} does not raise this: "
+                "the error comes from something an earlier call left behind (a dict, list or "
+                "global kept between calls, a default argument such as cache={}, an attribute "
+                "set on the function). Compute everything from the arguments of each call.")
 
     def expect_raises(self, name: str, exception: str, *args, why: str = "") -> None:
         """Fail unless the learner's function raises `exception` (or a subclass) for these args."""
