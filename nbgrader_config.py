@@ -16,30 +16,30 @@ c.Exchange.root = os.environ.get(
 
 
 # Scores of hidden-test cells come from the jailed grader, never from the learner's kernel,
-# which runs jailed and limited too (autograder/nbgrader_plugin.py). execute=False: a fast
+# which runs jailed and limited too (autograder/nbgrader/). execute=False: a fast
 # autograde that does not run the notebooks (the feedback then shows no learner outputs).
 # The sanitize steps keep a copied answer cell or a deleted hidden-test cell from stopping
 # autograde or from scoring unlike `python -m autograder grade`.
 try:
-    from autograder.nbgrader_plugin import autograde_preprocessors, sanitize_preprocessors
+    from autograder.nbgrader.grades import autograde_preprocessors, refuse_oversized
+    from autograder.nbgrader.repair import sanitize_preprocessors
 except ImportError:  # a learner's environment without the grader: validate needs none of it
     pass
 else:
     c.Autograde.sanitize_preprocessors = sanitize_preprocessors()
     # A submitted file over the grader's limits (size, nesting) is not read: it scores 0 saying so.
-    from autograder.nbgrader_plugin import refuse_oversized
     refuse_oversized()
     c.Autograde.autograde_preprocessors = autograde_preprocessors(execute=True)
     # A fresh clone has no gradebook: autograde puts the assignment in it from source/ first.
-    from autograder.nbgrader_plugin import gradebook_from_source
+    from autograder.nbgrader.gradebook import gradebook_from_source
     c.Autograde.pre_convert_hook = gradebook_from_source(c)
     # Autograde's submissions are graded on every core, each by nbgrader's own steps in a worker
-    # process (autograder/nbgrader_parallel.py); AUTOGRADER_NBGRADER_JOBS=1: one after another.
-    from autograder.nbgrader_parallel import install as parallel_autograde
+    # process (autograder/nbgrader/parallel.py); AUTOGRADER_NBGRADER_JOBS=1: one after another.
+    from autograder.nbgrader.parallel import install as parallel_autograde
     parallel_autograde(c)
     # The learner's feedback: no hidden tests, no mark scheme, learner output sanitized (bleach).
-    from autograder.nbgrader_plugin import feedback_preprocessors
+    from autograder.nbgrader.feedback import feedback_preprocessors
     c.GenerateFeedback.preprocessors = feedback_preprocessors()
     # nbgrader export: every text cell that a spreadsheet would read as a formula is quoted.
-    from autograder.nbgrader_plugin import SpreadsheetSafeCsvExport
+    from autograder.nbgrader.export import SpreadsheetSafeCsvExport
     c.ExportApp.plugin_class = SpreadsheetSafeCsvExport

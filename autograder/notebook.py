@@ -250,7 +250,7 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
 def with_course_metadata(cells: list[Cell], source: "_Source") -> list[Cell]:
     """A cell that lost its nbgrader metadata (a copy of solutions/, an editor that strips it)
     but keeps the id of a course cell is that cell again: graded as nbgrader grades it once its
-    sanitize step gives the metadata back (nbgrader_plugin.RepairCellMetadata)."""
+    sanitize step gives the metadata back (autograder.nbgrader.repair.RepairCellMetadata)."""
     out = []
     for c in cells:
         known = source.ids.get(c.cell_id) if c.grade_id is None and c.cell_id else None

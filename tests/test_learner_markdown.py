@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbconvert import HTMLExporter
 
-from autograder.nbgrader_plugin import LearnerHTML
+from autograder.nbgrader.feedback import LearnerHTML
 
 PAYLOADS = [
     "[click](javascript:alert(document.cookie))",

@@ -34,7 +34,7 @@ pytestmark = pytest.mark.early
 @pytest.fixture(scope="module")
 def autograded(course, submitted):
     """The course, every sample student autograded by nbgrader (on every core:
-    autograder/nbgrader_parallel.py)."""
+    autograder/nbgrader/parallel.py)."""
     for s in NBGRADER_SCENARIOS:
         shutil.copytree(submitted / s.student / s.assignment,
                         course / "submitted" / s.student / s.assignment)

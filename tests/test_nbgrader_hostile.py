@@ -17,7 +17,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_output
 from nbgrader.api import Gradebook
 
-from autograder import nbgrader_plugin
+from autograder.nbgrader import grades, kernels
 from autograder.course import ASSIGNMENTS, ROOT
 from autograder.grading import grade_folder
 from autograder.samples import Scenario, submission_notebook
@@ -263,7 +263,7 @@ def test_trusted_grades_grades_the_sources_only(monkeypatch):
     for cell in nb.cells:
         if cell.cell_type == "code":
             cell.outputs = [new_output("stream", name="stdout", text="x" * (1 << 20))]
-    nbgrader_plugin.TrustedGrades().preprocess(nb, {})
+    grades.TrustedGrades().preprocess(nb, {})
     assert seen["outputs"] == [] and seen["size"] < 1 << 20
 
 
@@ -271,7 +271,7 @@ def test_trusted_grades_survives_a_notebook_it_cannot_write(monkeypatch):
     monkeypatch.setattr("autograder.grading.grade_notebook", lambda path: pytest.fail("graded"))
     nb = _solution()
     nb.cells[_index(nb, "matmul")].source = "def matmul(A, B):\n    return '\ud800'"
-    nb, _ = nbgrader_plugin.TrustedGrades().preprocess(nb, {})
+    nb, _ = grades.TrustedGrades().preprocess(nb, {})
     cell = nb.cells[_index(nb, "tests_matmul")]
     assert "did not run" in cell.outputs[0].text and cell.outputs[-1].data["text/plain"] == "0"
 
@@ -282,7 +282,7 @@ def _stream(text, msg_id="m"):
 
 
 def test_the_kernels_output_kept_per_cell_is_capped():
-    execute = nbgrader_plugin.JailedExecute()
+    execute = kernels.JailedExecute()
     execute.reset_execution_trackers()  # as nbclient does before it runs a notebook, and a cell
     execute.clear_before_next_output = False
     outs = []
@@ -291,7 +291,7 @@ def test_the_kernels_output_kept_per_cell_is_capped():
     for _ in range(10_000):
         execute.output(outs, _stream("y"), None, 3)
     kept = sum(len(o.get("text", "")) for o in outs)
-    assert kept <= nbgrader_plugin.OUTPUT_LIMIT + 1000 and len(outs) < 100
+    assert kept <= kernels.OUTPUT_LIMIT + 1000 and len(outs) < 100
     assert sum("output was cut" in o.get("text", "") for o in outs) == 1
     other = []
     execute.output(other, _stream("a line\n"), None, 4)  # the next cell starts afresh
@@ -308,7 +308,7 @@ def test_the_next_learners_kernel_starts_from_nothing_of_the_last_ones():
     def run(*sources):
         nb = new_notebook(cells=[new_code_cell(s) for s in sources])
         nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-        nb, _ = nbgrader_plugin.JailedExecute(timeout=60).preprocess(nb, {})
+        nb, _ = kernels.JailedExecute(timeout=60).preprocess(nb, {})
         return [o.get("text", "") for c in nb.cells for o in c.outputs]
 
     left = run(LEAVES, "print('LEFT', leave(64 << 20))")
@@ -320,7 +320,7 @@ def test_the_next_learners_kernel_starts_from_nothing_of_the_last_ones():
 def test_the_kernels_output_kept_per_notebook_is_capped():
     """40 cells printing 5 MB each kept 168 MB in the autograded notebook (issue 29): a notebook
     keeps at most NOTEBOOK_OUTPUT_LIMIT, said once, in the cell that went over."""
-    execute = nbgrader_plugin.JailedExecute()
+    execute = kernels.JailedExecute()
     execute.reset_execution_trackers()
     execute.clear_before_next_output = False
     cells = []
@@ -330,7 +330,7 @@ def test_the_kernels_output_kept_per_notebook_is_capped():
             execute.output(outs, _stream("x" * (1 << 20), msg_id=f"m{cell}"), None, cell)
         cells.append(outs)
     kept = sum(len(o.get("text", "")) for outs in cells for o in outs)
-    assert nbgrader_plugin.NOTEBOOK_OUTPUT_LIMIT <= kept <= nbgrader_plugin.NOTEBOOK_OUTPUT_LIMIT + 4000
+    assert kernels.NOTEBOOK_OUTPUT_LIMIT <= kept <= kernels.NOTEBOOK_OUTPUT_LIMIT + 4000
     said = [o.text for outs in cells for o in outs if "output was cut" in o.get("text", "")]
     assert sum("in this notebook" in t for t in said) == 1, said
     assert not cells[-1]

@@ -1,5 +1,5 @@
-"""`nbgrader autograde` on every core (autograder/nbgrader_parallel.py), with kernels forked from
-the warm jailed server (nbgrader_plugin `_ForkedKernelProvisioner`), grades as nbgrader's own
+"""`nbgrader autograde` on every core (autograder/nbgrader/parallel.py), with kernels forked from
+the warm jailed server (autograder/nbgrader/kernels.py `_ForkedKernelProvisioner`), grades as nbgrader's own
 one-after-another loop with a freshly started jailed kernel per notebook: the same gradebook rows
 and the same feedback HTML; and a `kill -9` of nbgrader's process alone leaves nothing behind."""
 

@@ -12,7 +12,7 @@ server, so scores and feedback are those of a serial run.
   (`PRAGMA busy_timeout`) instead of failing with "database is locked"; every submission's rows
   are written by one worker, once.
 * An assignment that is in source/ but not yet in the gradebook is put there before the fork
-  (`nbgrader_plugin.put_in_gradebook`), so no two workers create it.
+  (`autograder.nbgrader.gradebook.put_in_gradebook`), so no two workers create it.
 * Workers die with the nbgrader process however it ends (kill -9 too: PR_SET_PDEATHSIG and a
   pipe they watch), and the jailed kernels and servers under them die with them.
 * A failed submission is logged by its worker as nbgrader logs it (which submission, why); the
@@ -94,7 +94,7 @@ def install(config=None) -> None:
     from nbgrader.converters.base import NbGraderException
     from nbgrader.converters import Autograde
 
-    from autograder.nbgrader_plugin import put_in_gradebook
+    from autograder.nbgrader.gradebook import put_in_gradebook
 
     _wait_for_writers()
     serial = getattr(Autograde.convert_notebooks, "serial", Autograde.convert_notebooks)

@@ -1,0 +1,186 @@
+"""Steps that keep one learner's notebook from stopping `autograde` for everyone, or from being
+graded unlike the standalone grader (`c.Autograde.sanitize_preprocessors`, `sanitize_preprocessors()`).
+
+* `RepairCellMetadata`: empty or malformed nbgrader metadata becomes an ordinary cell, an unknown
+  schema version the current one (either stops `nbgrader autograde` for every later learner), and
+  a cell that keeps a course cell's id gets that cell's metadata back;
+* `DeduplicateCopies`: nbgrader's `DeduplicateIds`, whose emptied copies (a copied answer cell keeps
+  its nbgrader metadata) become ordinary cells that `TrustedGrades` still grades as copies;
+* `RestoreGradeCells`: nbgrader's `OverwriteCells`, which also puts a deleted hidden-test cell back
+  from the source notebook (`add_missing_cells`, placed robustly).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import nbformat
+from nbgrader.api import MissingEntry
+from nbgrader.preprocessors import DeduplicateIds, NbGraderPreprocessor, OverwriteCells
+from traitlets import Bool
+
+from autograder.course import ASSIGNMENTS
+
+
+COPY = "autograder"
+"""Cell metadata key under which the sanitize steps keep what nbgrader is about to change and the
+grader must see as handed in: a copied cell's nbgrader metadata (`DeduplicateCopies`), the type
+of a cell the learner turned into markdown or raw (`RepairCellMetadata`; nbgrader's
+OverwriteCells turns an answer cell back into code, which the learner's notebook never ran)."""
+
+
+class DeduplicateCopies(DeduplicateIds):
+    """nbgrader's `DeduplicateIds` (of cells sharing a grade_id it keeps the last), whose copies
+    become ordinary cells instead of keeping an empty nbgrader dict, which stops `autograde` for
+    every later learner. The copy's metadata is kept aside (`metadata.autograder`) so that
+    `TrustedGrades` grades the notebook as the standalone grader does: a copied answer cell
+    runs as the answer it is."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        before = copy.deepcopy(cell.metadata.get("nbgrader"))
+        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        if before and cell.metadata.get("nbgrader") == {}:
+            del cell.metadata["nbgrader"]
+            cell.metadata.setdefault(COPY, {})["nbgrader"] = before
+        return cell, resources
+
+
+class RepairCellMetadata(NbGraderPreprocessor):
+    """Learner-made nbgrader metadata that would stop `autograde` for every later learner (it
+    raises SchemaTooOld/TooNewError): an empty or malformed dict is dropped (an ordinary cell),
+    an old schema upgraded, an unknown one set to the current version. The rest is nbgrader's
+    (OverwriteCells restores known cells' metadata, CheckCellMetadata refuses the notebook)."""
+
+    def preprocess(self, nb, resources):
+        known = self._course_metadata(resources)
+        for cell in nb.cells:  # only the sanitize steps write that key: never the learner's
+            cell.metadata.pop(COPY, None)
+            # a cell that lost its metadata but keeps a course cell's id is that cell again,
+            # as the standalone grader reads it (notebook.with_course_metadata)
+            if "nbgrader" not in cell.metadata and cell.get("id") in known \
+                    and known[cell.get("id")][0] == cell.cell_type:
+                cell.metadata["nbgrader"] = copy.deepcopy(known[cell.get("id")][1])
+            if cell.cell_type in ("markdown", "raw") and "nbgrader" in cell.metadata:
+                cell.metadata[COPY] = {"cell_type": cell.cell_type}
+        return super().preprocess(nb, resources)
+
+    @staticmethod
+    def _course_metadata(resources) -> dict:
+        """cell id -> (cell type, nbgrader metadata) of the assignment's source notebook."""
+        from autograder.notebook import _source
+        assignment = resources.get("nbgrader", {}).get("assignment")
+        if assignment not in ASSIGNMENTS:
+            return {}
+        source = _source(assignment)
+        return {i: (source.ids[i][0], m) for i, m in (source.metadata or {}).items()}
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        from nbgrader.nbgraderformat import MetadataValidator
+        if "nbgrader" not in cell.metadata:
+            return cell, resources
+        meta = cell.metadata["nbgrader"]
+        if not isinstance(meta, dict) or not meta:
+            self.log.warning("cell %s: empty nbgrader metadata removed", cell_index)
+            del cell.metadata["nbgrader"]
+            return cell, resources
+        validator = MetadataValidator()
+        version = meta.get("schema_version", 0)
+        if version == validator.schema_version and type(version) is int:
+            return cell, resources
+        try:
+            if type(version) is int and 0 <= version < validator.schema_version:
+                validator.upgrade_cell_metadata(cell)
+            else:
+                meta["schema_version"] = validator.schema_version
+        except Exception:  # noqa: BLE001 - metadata nbgrader cannot read: an ordinary cell
+            self.log.warning("cell %s: unreadable nbgrader metadata removed", cell_index)
+            cell.metadata.pop("nbgrader", None)
+        return cell, resources
+
+
+def _nbgrader(cell) -> dict:
+    meta = cell.get("metadata", {}).get("nbgrader")
+    return meta if isinstance(meta, dict) else {}
+
+
+class RestoreGradeCells(OverwriteCells):
+    """nbgrader's `OverwriteCells` with `add_missing_cells`: a hidden-test cell the learner
+    deleted is put back from the gradebook's source (so nbgrader records the grader's score for
+    it, as the standalone grader gives it), after the nearest earlier nbgrader cell still there.
+    Deleted written answers are not put back (their source is the model answer)."""
+
+    add_missing_cells = Bool(True).tag(config=True)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        """nbgrader's, without its "checksum has changed!" warning for a locked cell handed in as
+        released: the gradebook keeps the source's text (hidden tests, mark scheme) and its
+        checksum, the release has them cleared, so every untouched test cell and rubric differed.
+        Such a cell gets the gradebook's text back first; any other change is still reported."""
+        grade_id = _nbgrader(cell).get("grade_id")
+        if grade_id:
+            try:
+                source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+            except MissingEntry:
+                source = None
+            if (source is not None and source.locked and cell.cell_type == source.cell_type
+                    and cell.source != source.source and cell.source == _released(source)):
+                cell.source = source.source
+        return super().preprocess_cell(cell, resources, cell_index)
+
+    def add_missing_grade_cells(self, nb, resources):
+        source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+        order = {cell.name: i for i, cell in enumerate(source_nb.source_cells)}
+        sources = {cell.name: cell for cell in source_nb.source_cells}
+        solutions = {cell.name for cell in source_nb.solution_cells}
+        for grade_cell in sorted(source_nb.grade_cells, key=lambda c: order.get(c.name, len(order))):
+            present = {c["metadata"]["nbgrader"]["grade_id"]: i for i, c in enumerate(nb.cells)
+                       if "grade_id" in _nbgrader(c)}
+            if grade_cell.name in present or grade_cell.name in solutions or grade_cell.name not in sources:
+                continue
+            self.log.warning("Missing grade cell %s encountered, adding to notebook", grade_cell.name)
+            cell = nbformat.from_dict(self.missing_cell_transform(sources[grade_cell.name],
+                                                                  grade_cell.max_score))
+            earlier = [i for n, i in present.items() if order.get(n, len(order)) < order[grade_cell.name]]
+            nb.cells.insert(max(earlier) + 1 if earlier else 0, cell)
+        return nb, resources
+
+    def add_missing_task_cells(self, nb, resources):
+        """nbgrader's, which breaks on a cell whose unknown grade_id `preprocess_cell` removed."""
+        source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+        sources = {cell.name: cell for cell in source_nb.source_cells}
+        present = {_nbgrader(c).get("grade_id") for c in nb.cells}
+        for task_cell in source_nb.task_cells:
+            if task_cell.name not in present and task_cell.name in sources:
+                nb.cells.append(nbformat.from_dict(self.missing_cell_transform(
+                    sources[task_cell.name], task_cell.max_score, is_task=True)))
+        return nb, resources
+
+
+def _released(source) -> str:
+    """The text `generate_assignment` releases for a gradebook source cell: hidden tests and mark
+    scheme cleared by nbgrader's own steps."""
+    cell = nbformat.from_dict({"cell_type": source.cell_type, "source": source.source,
+                               "metadata": {"nbgrader": {"grade_id": source.name}},
+                               **({"outputs": [], "execution_count": None}
+                                  if source.cell_type == "code" else {})})
+    from autograder.nbgrader.feedback import FeedbackClearHiddenTests, FeedbackClearMarkScheme
+    for step in (FeedbackClearHiddenTests(), FeedbackClearMarkScheme()):
+        cell, _ = step.preprocess_cell(cell, {}, 0)
+    return cell.source
+
+
+def sanitize_preprocessors() -> list:
+    """nbgrader's own sanitize steps, with `RepairCellMetadata` and `DeduplicateCopies` in place of
+    `DeduplicateIds`, and `RestoreGradeCells` in place of `OverwriteCells`."""
+    from nbgrader.converters import Autograde
+    steps = []
+    for step in Autograde.sanitize_preprocessors.default():
+        if step is DeduplicateIds:  # malformed metadata first: DeduplicateIds reads it
+            steps += [RepairCellMetadata, DeduplicateCopies]
+        elif step is OverwriteCells:
+            steps.append(RestoreGradeCells)
+        else:
+            steps.append(step)
+    if DeduplicateCopies not in steps or RestoreGradeCells not in steps:
+        raise RuntimeError("nbgrader's autograde has no DeduplicateIds or OverwriteCells step to replace")
+    return steps
