@@ -65,7 +65,7 @@ class Submission:
     assignment: Assignment
     cells: tuple[dict, ...]
     """The code to run, in order: the source notebook's setup cells, then the learner's answer
-    cells and the definitions from cells the learner added ({"source", "definitions_only"})."""
+    cells and what the answers reach of the cells the learner added ({"source"})."""
     written: tuple[tuple[str, float, str], ...] = ()
     """(grade_id, points, text) of each answer graded by hand (markdown answer cells)."""
     student: str | None = None
@@ -240,7 +240,7 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
             text = "\n".join(line if n in keep.get(i, ()) else "" for n, line in enumerate(lines, 1))
         if cell["label"] == SETUP and "class _Checker" in text:
             text = ""  # the notebook's copy of subset.py: its visible checks', not the answers'
-        run.append({"source": text, "definitions_only": False})
+        run.append({"source": text})
     texts = {c.grade_id: c.source for c in cells if c.cell_type == "markdown" and c.grade_id}
     written = tuple((grade_id, points, texts.get(grade_id, "")) for grade_id, points in source.manual)
     return Submission(path, assignment, tuple(run), written=written, student=student,

@@ -149,7 +149,7 @@ class Sandbox:
                 break
             if report.failed:
                 self._left_out.append(f"a cell of yours {report.errors[0]}, so it was left out")
-                self.cells = [*self.cells[:bad], {"source": "pass", "definitions_only": False},
+                self.cells = [*self.cells[:bad], {"source": "pass"},
                               *self.cells[bad + 1:]]
         report.errors[:0] = self._left_out
         return report

@@ -170,7 +170,7 @@ def imported():
 
 
 def test_the_grader_modules_learner_code_imports_are_new_copies():
-    with Sandbox([{"source": RECORDER_SWAP, "definitions_only": False}]) as box:
+    with Sandbox([{"source": RECORDER_SWAP}]) as box:
         reply = box.call("product", (torch.eye(2), torch.eye(2)))
         assert reply.status == "ok" and torch.equal(reply.value, torch.eye(2))
         assert "aten.mm" in reply.used
@@ -205,7 +205,7 @@ def honest_mode(A, B):
 
 def test_switching_the_recorder_off_fails_the_call():
     A = torch.eye(2)
-    with Sandbox([{"source": POPS, "definitions_only": False}]) as box:
+    with Sandbox([{"source": POPS}]) as box:
         for name in ("pops", "leaves_a_mode"):
             reply = box.call(name, (A, A))
             assert reply.status == "exception", name
@@ -238,7 +238,7 @@ def test_printing_a_tensor_is_not_switching_the_recorder_off():
     plain tensor formatted by torch's own functions that is allowed; with a torch function the
     formatting runs replaced by the learner's, it is not (that code would run unrecorded)."""
     A = torch.eye(2)
-    with Sandbox([{"source": PRINTS, "definitions_only": False}]) as box:
+    with Sandbox([{"source": PRINTS}]) as box:
         reply = box.call("prints", (A, A))
         assert reply.status == "ok" and "aten.add" in reply.used, reply.exception
         reply = box.call("prints_after_patching", (A, A))

@@ -42,7 +42,7 @@ def snoop():
 
 
 def cells(source: str) -> list[dict]:
-    return [{"source": source, "definitions_only": False}]
+    return [{"source": source}]
 
 
 def test_timeout_costs_only_that_function():
@@ -144,9 +144,9 @@ def autograd(x):
 
 
 def test_a_cell_that_kills_the_process_while_loading_costs_only_its_own_definitions():
-    parts = [{"source": "def first():\n    return 1\n", "definitions_only": False},
-             {"source": "import os\nos._exit(3)\ndef lost():\n    return 2\n", "definitions_only": False},
-             {"source": "def last():\n    return 3\n", "definitions_only": False}]
+    parts = [{"source": "def first():\n    return 1\n"},
+             {"source": "import os\nos._exit(3)\ndef lost():\n    return 2\n"},
+             {"source": "def last():\n    return 3\n"}]
     with Sandbox(parts) as box:
         assert box.call("first").value == 1 and box.call("last").value == 3
         assert box.call("lost").status == "missing"
