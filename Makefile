@@ -8,7 +8,7 @@ TORCH_SPEC ?= -c constraints.txt torch
 BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: setup jail browser demo test build tutorial clean mutants newest-torch newest-python slurm-check k8s-check
+.PHONY: setup jail browser demo test build tutorial clean mutants newest-torch newest-python slurm-check k8s-check hub-check
 
 setup: $(VENV)/.installed jail
 
@@ -81,6 +81,14 @@ newest-python: setup
 # merged results equal one run (tools/slurm_check.sh; minutes, so CI does not run it).
 slurm-check: setup
 	bash tools/slurm_check.sh
+
+# `make hub-check`: the course on a real JupyterHub on 127.0.0.1 (as root): an instructor, a TA and
+# three learners made as Unix users, driven in headless Chromium from release to grades.csv, each
+# step timed; JupyterHub and its proxy go in a side venv (HUB_VENV), the users and /srv/nbgrader are
+# removed at the end (tools/hub_check.py; minutes, so CI does not run it).
+HUB_VENV ?= .venv-hub
+hub-check: setup $(VENV)/.test-installed browser
+	HUB_VENV=$(HUB_VENV) $(BIN)/python tools/hub_check.py
 
 # `make k8s-check`: docs/batch.md's Kubernetes manifests against the Kubernetes API schemas
 # (kubernetes-validate, offline, in a venv of its own under $(VENV)).
