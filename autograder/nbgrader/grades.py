@@ -22,7 +22,7 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor, SaveAutoGrades
 from autograder.nbgrader.feedback import LearnerHTML, MarkSchemeForGraders
 from autograder.nbgrader.gradebook import SaveGrades
 from autograder.nbgrader.kernels import JailedExecute
-from autograder.nbgrader.repair import COPY, _nbgrader
+from autograder.nbgrader.repair import COPY, _nbgrader, replaced_steps
 
 
 def _function(grade_id: str) -> str:
@@ -183,15 +183,7 @@ def autograde_preprocessors(execute: bool = True) -> list:
     (learner output sanitized before anyone opens it) and `MarkSchemeForGraders`; nbgrader's
     `SaveAutoGrades` becomes `SaveGrades` (no manual grade for an unanswered written answer)."""
     from nbgrader.converters import Autograde
-    steps = []
-    for step in Autograde.autograde_preprocessors.default():
-        if step is Execute:
-            steps += ([JailedExecute] if execute else []) + [TrustedGrades, LearnerHTML,
-                                                              MarkSchemeForGraders]
-        elif step is SaveAutoGrades:
-            steps.append(SaveGrades)
-        else:
-            steps.append(step)
-    if TrustedGrades not in steps or SaveGrades not in steps:
-        raise RuntimeError("nbgrader's autograde has no Execute step to put the trusted grades after")
-    return steps + [ReviewComments]
+    trusted = ([JailedExecute] if execute else []) + [TrustedGrades, LearnerHTML, MarkSchemeForGraders]
+    return replaced_steps(list(Autograde.autograde_preprocessors.default()),
+                          {Execute: trusted, SaveAutoGrades: [SaveGrades]},
+                          "autograde") + [ReviewComments]

@@ -169,18 +169,21 @@ def _released(source) -> str:
     return cell.source
 
 
+def replaced_steps(default: list, replacements: dict, what: str) -> list:
+    """nbgrader's `default` steps with each step that is a key of `replacements` replaced by the
+    steps it maps to; RuntimeError naming `what` when one of them is not there to replace (an
+    nbgrader whose steps changed)."""
+    missing = [step.__name__ for step in replacements if step not in default]
+    if missing:
+        raise RuntimeError(f"nbgrader's {what} has no {' or '.join(missing)} step to replace")
+    return [new for step in default for new in replacements.get(step, [step])]
+
+
 def sanitize_preprocessors() -> list:
     """nbgrader's own sanitize steps, with `RepairCellMetadata` and `DeduplicateCopies` in place of
     `DeduplicateIds`, and `RestoreGradeCells` in place of `OverwriteCells`."""
     from nbgrader.converters import Autograde
-    steps = []
-    for step in Autograde.sanitize_preprocessors.default():
-        if step is DeduplicateIds:  # malformed metadata first: DeduplicateIds reads it
-            steps += [RepairCellMetadata, DeduplicateCopies]
-        elif step is OverwriteCells:
-            steps.append(RestoreGradeCells)
-        else:
-            steps.append(step)
-    if DeduplicateCopies not in steps or RestoreGradeCells not in steps:
-        raise RuntimeError("nbgrader's autograde has no DeduplicateIds or OverwriteCells step to replace")
-    return steps
+    # malformed metadata first: DeduplicateIds reads it
+    return replaced_steps(list(Autograde.sanitize_preprocessors.default()),
+                          {DeduplicateIds: [RepairCellMetadata, DeduplicateCopies],
+                           OverwriteCells: [RestoreGradeCells]}, "autograde")
