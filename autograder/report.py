@@ -122,25 +122,40 @@ def read_extra(path: Path) -> dict:
     return extra if isinstance(extra, dict) else {}
 
 
-def _csv_field(text: str) -> str:
-    return spreadsheet_safe(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
-
-
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-_FORMULA = re.compile(r"(?:^|(?<=[;,|\t]))(?=[=+\-@\t\r])")
-"""Where a spreadsheet cell could begin with a formula character: the start of the text, and
-after each field separator a spreadsheet may split on instead of the comma (`;` in many locales,
-tab, `|`)."""
+_SPACE = r"[\s\u180e\u200b-\u200d\u2060\ufeff]"
+"""A character a spreadsheet may skip before a formula: every Unicode space (Python's `\\s`: ASCII
+whitespace, NEL, no-break, Ogham, the U+2000 spaces, line and paragraph separators, ideographic)
+and the zero-width ones (ZWSP, ZWNJ, ZWJ, word joiner, BOM, Mongolian vowel separator)."""
+_FORMULA = re.compile(r"(?:^|(?<=[;,|\t]))(?=[\t\r]|" + _SPACE + r"*[=+\-@\uff1d\uff0b\uff0d\uff20])")
+"""Where a spreadsheet cell could begin with a formula: the start of the text, and after each
+field separator a spreadsheet may split on instead of the comma (`;` in many locales, tab, `|`),
+when what follows is = + - @ or their fullwidth forms ＝ ＋ － ＠ after any run of whitespace, or
+a tab or a carriage return."""
 
 
 def spreadsheet_safe(value):
-    """A CSV cell a spreadsheet shows as the text it is: text beginning with = + - @, a tab or a
-    carriage return (OWASP's CSV injection rule) gets a leading single quote, and so does every
-    such part after a `;`, `,`, `|` or tab (`x;=1+2` -> `x;'=1+2`, inert where `;` separates
-    fields); numbers stay numbers. Quoting of commas, quotes and newlines is left to the csv module."""
+    """A CSV cell a spreadsheet shows as the text it is: text beginning with = + - @ (or ＝ ＋ －
+    ＠), also after leading whitespace of any kind (` =HYPERLINK(...)`), or with a tab or a
+    carriage return (OWASP's CSV injection rule) gets a leading single quote, in front of the
+    whitespace, and so does every such part after a `;`, `,`, `|` or tab (`x; =1+2` ->
+    `x;' =1+2`, inert where `;` separates fields); numbers stay numbers. Quoting of commas,
+    quotes and newlines is left to the csv module."""
     if isinstance(value, str):
         return _FORMULA.sub("'", value)
     return value
+
+
+def spreadsheet_cell(value):
+    """One cell of a CSV the pack writes (every writer goes through this: grades.csv of the batch
+    grader, `nbgrader export`): None as an empty cell, a number as it is, anything else as its
+    text, with characters that cannot be written as UTF-8 (a folder name's undecodable bytes)
+    replaced, then `spreadsheet_safe`."""
+    if value is None:
+        return ""
+    if isinstance(value, (int, float)):
+        return value
+    text = value if isinstance(value, str) else str(value)
+    return spreadsheet_safe(text.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
 
 
 def write_grades_csv(rows: list[tuple[str, str, float, float]], path: Path) -> None:
@@ -148,7 +163,7 @@ def write_grades_csv(rows: list[tuple[str, str, float, float]], path: Path) -> N
     writer = csv.writer(buffer)  # \r\n: a field holding a lone \r or \n is quoted
     writer.writerow(["student", "assignment", "score", "max_score"])
     for student, assignment, score, max_score in rows:
-        writer.writerow([_csv_field(student), _csv_field(assignment), f"{score:g}",
+        writer.writerow([spreadsheet_cell(student), spreadsheet_cell(assignment), f"{score:g}",
                          f"{max_score:g}"])
     write_atomic(Path(path), buffer.getvalue().encode("utf-8"))
 

@@ -13,14 +13,15 @@ EXPORT_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name
 class SpreadsheetSafeCsvExport(CsvExportPlugin):
     """nbgrader's CSV export (same columns, same rows, same `--to`, `--student`, `--assignment`),
     written with the csv module (a name holding a comma, a quote or a newline stays one field)
-    and with every text cell that a spreadsheet would read as a formula (= + - @, tab, CR at its
-    start) prefixed with a single quote (`autograder.report.spreadsheet_safe`). Scores stay
+    and with every text cell that a spreadsheet would read as a formula (= + - @ or ＝ ＋ － ＠,
+    also after leading whitespace; tab, CR at its start) prefixed with a single quote
+    (`autograder.report.spreadsheet_cell`, as grades.csv of the batch grader). Scores stay
     numbers."""
 
     def export(self, gradebook) -> None:
         import csv
 
-        from autograder.report import spreadsheet_safe
+        from autograder.report import spreadsheet_cell
         dest = self.to or "grades.csv"
         students = {str(s) for s in self.student}
         assignments = {str(a) for a in self.assignment}
@@ -44,6 +45,4 @@ class SpreadsheetSafeCsvExport(CsvExportPlugin):
                     row = [assignment.name, assignment.duedate, timestamp, student.id,
                            student.last_name, student.first_name, student.email, raw, penalty,
                            max(0.0, raw - penalty), assignment.max_score]
-                    writer.writerow([spreadsheet_safe("" if v is None else
-                                                      v if isinstance(v, (str, int, float)) else str(v))
-                                     for v in row])
+                    writer.writerow([spreadsheet_cell(v) for v in row])
