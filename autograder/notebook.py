@@ -24,7 +24,7 @@ sys.modules.setdefault("rfc3987_syntax", None)
 # assignment needs only json and ast, and a single grade does that before it starts the jail.
 
 from autograder.course import ASSIGNMENTS, Assignment, subset_rules
-from autograder.subset import lines_of
+from autograder.subset import _parse, lines_of
 
 MAX_BYTES = 128 << 20
 """Larger files are refused (a notebook of this course is well under 1 MB without outputs)."""
@@ -75,6 +75,10 @@ class Submission:
     refused: tuple[tuple[str, tuple], ...] = ()
     """(function, refusals): what a by-hand function's code uses outside its subset of Python
     (autograder/subset.py), decided here from the code; its tests then fail without running."""
+    programs: tuple[tuple[str, tuple[dict, ...]], ...] = ()
+    """(function, cells): for a by-hand function whose code is inside its subset, the only code
+    its grading process runs: the setup cells and, of the learner's cells, exactly the
+    statements the subset check read (`subset.reach`), in their places (the world is closed)."""
 
     def cells_for(self, function: str | None) -> int:
         """How many of `cells` a child grading `function` runs: the notebook top to bottom as
@@ -204,7 +208,7 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
     # autograde restores locked cells; then, in the learner's order, their answer cells (a copied
     # answer cell too: the later definition wins, as in the notebook) and, from cells they added,
     # only the imports and definitions (a helper they wrote; no demo code that may run for long).
-    from autograder.subset import SETUP, reached, refusals
+    from autograder.subset import SETUP, reach, reached
     program = [{"source": s, "label": SETUP, "answer": None} for s in source.setup]
     has_answers = any(c.grade_id in source.answers for c in cells if c.cell_type == "code")
     cutoffs = {}
@@ -222,11 +226,12 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
             if has_answers or defined_names(cell.source) & set(assignment.functions):
                 program.append({"source": cell.source, "label": "a cell you added", "answer": None})
     # What a by-hand function's code may use is decided here, from the code (subset.py).
-    refused = {}
+    refused, reaches = {}, {}
     for function in assignment.functions:
         rules = subset_rules(assignment, function)
         if rules is not None:
-            found = refusals(program[:cutoffs.get(function, len(program))], function, rules)
+            found, reaches[function] = reach(program[:cutoffs.get(function, len(program))],
+                                             function, rules)
             if found:
                 refused[function] = tuple(found)
     # Of the cells the learner added, only what the answers use runs (helpers, constants,
@@ -241,10 +246,54 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
         if cell["label"] == SETUP and "class _Checker" in text:
             text = ""  # the notebook's copy of subset.py: its visible checks', not the answers'
         run.append({"source": text})
+    # A by-hand function's process runs what its check read, and nothing else of the learner's.
+    programs = {}
+    for function, statements in reaches.items():
+        if function in refused:
+            continue
+        cells_run = []
+        for i, cell in enumerate(program[:cutoffs.get(function, len(program))]):
+            if cell["label"] == SETUP:
+                cells_run.append(run[i])
+            elif i in statements:
+                cells_run.append({"source": only(cell["source"], statements[i])})
+            elif cell["answer"] == function and _parse(cell["source"]) is None:
+                cells_run.append({"source": cell["source"]})  # its SyntaxError runs nothing
+            else:
+                cells_run.append({"source": ""})
+        programs[function] = tuple(cells_run)
     texts = {c.grade_id: c.source for c in cells if c.cell_type == "markdown" and c.grade_id}
     written = tuple((grade_id, points, texts.get(grade_id, "")) for grade_id, points in source.manual)
     return Submission(path, assignment, tuple(run), written=written, student=student,
-                      cutoffs=tuple(cutoffs.items()), refused=tuple(refused.items()))
+                      cutoffs=tuple(cutoffs.items()), refused=tuple(refused.items()),
+                      programs=tuple(programs.items()))
+
+
+def only(source: str, statements: list) -> str:
+    """`source` with only `statements` (top-level statements of its tree, in source order) left,
+    each on its own lines (so that line numbers still point at the learner's cell), and the
+    cell's `from __future__` imports, which Python requires first."""
+    tree = _parse(source)
+    future = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+    kept = sorted({id(n): n for n in (*future, *statements)}.values(),
+                  key=lambda n: (n.lineno, n.col_offset))
+    lines = [line.encode("utf-8") for line in lines_of(source)]
+    out = [""] * len(lines)
+    for node in kept:
+        decorators = getattr(node, "decorator_list", [])
+        first, col = (min(d.lineno for d in decorators), 0) if decorators \
+            else (node.lineno, node.col_offset)
+        last, end = node.end_lineno, node.end_col_offset
+        if first == last:
+            segment = [lines[first - 1][col:end]]
+        else:
+            segment = [lines[first - 1][col:], *lines[first:last - 1], lines[last - 1][:end]]
+        segment = [part.decode("utf-8", errors="replace") for part in segment]
+        # a statement that shared its line with one left out (`a = 1; b = 2`) keeps its line
+        out[first - 1] = f"{out[first - 1]}; {segment[0]}" if out[first - 1] else segment[0]
+        for k, part in enumerate(segment[1:], first):
+            out[k] = part
+    return "\n".join(out)
 
 
 def with_course_metadata(cells: list[Cell], source: "_Source") -> list[Cell]:

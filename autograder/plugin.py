@@ -99,7 +99,8 @@ class GraderPlugin:
     def student(self, request):
         submission = request.param
         with Sandbox(list(submission.cells), warm=submission.assignment.warm,
-                     cutoffs=dict(submission.cutoffs)) as sandbox:
+                     cutoffs=dict(submission.cutoffs),
+                     programs=dict(submission.programs)) as sandbox:
             yield Student(request.param, sandbox, getattr(request.module, "REFERENCES", None))
 
     @pytest.hookimpl(hookwrapper=True)

@@ -117,10 +117,14 @@ class Sandbox:
     def __init__(self, cells: list[dict], *, call_timeout: float = CALL_TIMEOUT,
                  load_timeout: float = LOAD_TIMEOUT, budget: float = NOTEBOOK_BUDGET,
                  limits: dict | None = None, warm: tuple[str, ...] = (),
-                 cutoffs: dict[str, int] | None = None):
+                 cutoffs: dict[str, int] | None = None,
+                 programs: dict[str, list[dict]] | None = None):
         self.cells = cells
         self.cutoffs = cutoffs or {}
         """function -> how many of the cells its child runs (Submission.cells_for); default all."""
+        self.programs = {k: list(v) for k, v in (programs or {}).items()}
+        """function -> the cells its child runs instead (Submission.programs: a by-hand
+        function's closed world); the same number of cells as `cells` up to its cutoff."""
         self.warm = warm
         self.call_timeout = call_timeout
         self.load_timeout = load_timeout
@@ -149,13 +153,20 @@ class Sandbox:
                 break
             if report.failed:
                 self._left_out.append(f"a cell of yours {report.errors[0]}, so it was left out")
-                self.cells = [*self.cells[:bad], {"source": "pass"},
-                              *self.cells[bad + 1:]]
+                for cells in (self.cells, *self.programs.values()):
+                    if bad < len(cells):
+                        cells[bad] = {"source": "pass"}
         report.errors[:0] = self._left_out
         return report
 
     def _count(self, owner: str | None) -> int:
         return min(self.cutoffs.get(owner, len(self.cells)), len(self.cells))
+
+    def _cells_of(self, owner: str | None) -> list[dict]:
+        """The cells the child that serves `owner` runs."""
+        if owner in self.programs:
+            return self.programs[owner]
+        return self.cells[:self._count(owner)]
 
     def _spawn_and_load(self, owner: str | None) -> tuple[LoadReport, int | None]:
         self._discard()
@@ -176,7 +187,7 @@ class Sandbox:
         timeout = min(self.load_timeout, self._left())
         reply, running = None, None
         try:
-            self._conn.send_bytes(wire.dumps(self.cells[:self._count(owner)]))
+            self._conn.send_bytes(wire.dumps(self._cells_of(owner)))
             while True:
                 reply = self._receive(timeout - (time.monotonic() - started), MAX_LOAD_BYTES)
                 if reply is None or reply.get("status") != "running":
@@ -275,7 +286,7 @@ class Sandbox:
             return Reply("timeout", detail=f"the notebook used up its {self.budget:g} s of "
                                            "grading time on earlier calls")
         # A child that ran every cell for load() also serves a function that runs them all.
-        reusable = self._owner == name or (self._owner is None
+        reusable = self._owner == name or (self._owner is None and name not in self.programs
                                            and self._count(name) == len(self.cells))
         if self._conn is None or not reusable:
             report = self.load_report = self._start(name)  # what "not defined" messages quote

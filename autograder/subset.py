@@ -40,6 +40,14 @@ MODULES = {
                  "eq", "ne", "lt", "le", "gt", "ge", "not_", "and_", "or_", "xor", "iadd",
                  "isub", "imul", "itruediv", "itemgetter", "index", "matmul"},
     "copy": {"copy", "deepcopy"},
+    # annotations: names that describe types and compute nothing (no get_type_hints, which
+    # evaluates text, no cast of a value)
+    "typing": {"Optional", "Union", "Tuple", "List", "Dict", "Set", "FrozenSet", "Sequence",
+               "Mapping", "Iterable", "Iterator", "Callable", "Any", "Literal", "Final",
+               "TypeVar", "TYPE_CHECKING", "NamedTuple", "Protocol"},
+    "__future__": {"annotations"},
+    # PyTorch's own decorator for a backward written by hand ("Extending torch.autograd")
+    "torch.autograd.function": {"once_differentiable", "Function", "FunctionCtx"},
 }
 """Modules a by-hand answer may import: None means torch's rule (`torch_attribute`), "any" every
 public name, else the names allowed."""
@@ -71,7 +79,7 @@ TENSOR_META = frozenset("""
     shape dtype device ndim dim size numel nelement item tolist is_floating_point is_complex
     is_contiguous requires_grad requires_grad_ is_leaf grad data layout stride T mT H mH float
     double half int long bool to type_as cpu contiguous clone detach detach_ new_tensor
-    element_size itemsize eps tiny resolution bits
+    element_size itemsize eps tiny resolution bits type
 """.split())
 """A tensor's metadata and conversions (and torch.finfo's fields): allowed on any value."""
 PYTHON_METHODS = frozenset("""
@@ -80,10 +88,15 @@ PYTHON_METHODS = frozenset("""
     startswith endswith lower upper replace real imag conjugate
 """.split())
 """Methods of lists, dicts, sets, strings and numbers."""
-CTX = frozenset({"save_for_backward", "saved_tensors", "needs_input_grad", "mark_dirty",
-                 "mark_non_differentiable", "set_materialize_grads", "apply", "forward",
-                 "backward", "setup_context"})
-"""What an autograd.Function's class and context offer (exercises that are a class)."""
+GRAPH = frozenset({"grad_fn", "next_functions", "enable_grad", "set_grad_enabled", "graph",
+                   "grad_mode", "register_hook", "register_prehook", "retain_grad"})
+"""What reaches autograd's graph or turns gradient recording on: refused in every method of a
+class exercise (07), whose forward could otherwise build the library's graph and hand its nodes
+to the backward written by hand."""
+MAX_DEPTH = 200
+"""How deeply nested a checked statement may be, in levels of its syntax tree (a sum of 200
+terms; an answer's deepest statement is about 15): the walk reads every level, and a deeper
+statement is refused, named, rather than overflow Python's stack."""
 STORED = frozenset({"data", "grad", "requires_grad"})
 """Attributes of a tensor an answer may assign (p.data = ..., p.grad = None)."""
 TORCH_VALUES = frozenset("""
@@ -191,6 +204,10 @@ def _module_attribute(module: str, name: str, rules: Rules, lenient: bool = Fals
     """None if `module.name` is allowed, else why not."""
     if name.startswith("__") and name.endswith("__"):
         return "a dunder attribute"
+    if rules.classes and name in GRAPH:
+        return "autograd's graph or its recording, which a class's methods do not need"
+    if module == "torch.autograd.function" and not rules.classes:
+        return "autograd, which the exercise computes by hand"
     if lenient and module.startswith("torch") and not name.startswith("_") \
             and name not in rules.banned and name not in UNSAFE_TORCH:
         return None
@@ -234,6 +251,18 @@ def _parse(source: str) -> ast.Module | None:
         return None
 
 
+def _too_deep(source: str) -> bool:
+    """Whether Python's parser gives up on `source` for its depth (not a plain syntax error,
+    which running the cell reports itself, running nothing)."""
+    try:
+        ast.parse(source)
+    except (RecursionError, MemoryError):
+        return True
+    except (SyntaxError, ValueError):
+        return False
+    return False
+
+
 @functools.lru_cache(maxsize=64)
 def _cell_binds(source: str) -> tuple:
     """(index of a top-level statement, the global names it binds), for one cell's source: what
@@ -253,6 +282,10 @@ class _Program:
         self.cells = cells
         self.trees: list[ast.Module | None] = []
         self.lines: list[list[str]] = []
+        self.stars: list[_Definition] = []
+        """`from m import *` statements: whatever name no cell binds may come from one."""
+        self.postponed: list[bool] = []
+        """Per cell: `from __future__ import annotations` (its annotations stay text)."""
         self.binds: dict[str, list[_Definition]] = {}
         """name -> the statements that bind it, all in the last cell that does (as a kernel
         holds it: a later cell rebinding a name replaces what an earlier one bound)."""
@@ -260,6 +293,11 @@ class _Program:
             tree = _parse(cell["source"])
             self.trees.append(tree)
             self.lines.append(lines_of(cell["source"]))
+            self.postponed.append(tree is not None and any(
+                isinstance(n, ast.ImportFrom) and n.module == "__future__"
+                and any(a.name == "annotations" for a in n.names) for n in tree.body))
+            self.stars += [_Definition(i, n) for n in (tree.body if tree else ())
+                           if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)]
             for k, names in _cell_binds(cell["source"]):
                 for name in names:
                     found = self.binds.setdefault(name, [])
@@ -268,11 +306,25 @@ class _Program:
                     found.append(_Definition(i, tree.body[k]))
 
 
+def _depth(node: ast.AST) -> int:
+    """How deeply nested a tree is (read without recursion: the walk must not overflow)."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        deepest = max(deepest, d)
+        if deepest > MAX_DEPTH:
+            return deepest
+        stack.extend((c, d + 1) for c in ast.iter_child_nodes(n))
+    return deepest
+
+
 def _bound(node: ast.stmt) -> set[str]:
     """Global names a top-level statement binds (not those of the functions it defines)."""
     out = set()
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {node.name}
+    if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+        return set()  # a compiler directive, kept with every part of its cell that runs
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
     stack = [node]
@@ -291,8 +343,19 @@ def _bound(node: ast.stmt) -> set[str]:
             out |= {(a.asname or a.name).split(".")[0] for a in n.names if a.name != "*"}
         elif isinstance(n, ast.ExceptHandler) and n.name:
             out.add(n.name)
+        else:
+            out |= _captured(n)
         stack.extend(ast.iter_child_nodes(n))
     return out
+
+
+def _captured(node) -> set[str]:
+    """The name a `match` pattern binds (`case (n, k):`, `case [first, *rest]:`, `**extra`)."""
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        return {node.name}
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return {node.rest}
+    return set()
 
 
 def _imported_module(node: ast.stmt, name: str) -> str | None:
@@ -336,6 +399,8 @@ def _locals(function) -> set[str]:
             names |= {(x.asname or x.name).split(".")[0] for x in n.names}
         elif isinstance(n, ast.ExceptHandler) and n.name:
             names.add(n.name)
+        else:
+            names |= _captured(n)
         stack.extend(ast.iter_child_nodes(n))
     return names - declared
 
@@ -351,6 +416,8 @@ class _Checker:
         self.cell = 0
         self.lenient = False
         """Inside a class's method that the by-hand rule is not about (Rules.section)."""
+        self.visited: list[_Definition] = []
+        """The statements read, in the order they were reached: what grading may run."""
 
     # -- reporting ----------------------------------------------------------------------------
     def refuse(self, node, what: str) -> None:
@@ -377,6 +444,12 @@ class _Checker:
             self.cell = d.cell
             self.scopes: list[tuple[str, set[str]]] = []
             self.ctx_names: set[str] = set()
+            depth = _depth(d.node)
+            if depth > MAX_DEPTH:
+                self.refuse(d.node, f"a statement nested more than {MAX_DEPTH} levels deep "
+                                    f"(the most the check reads: split it into steps)")
+                continue
+            self.visited.append(d)
             self.visit(d.node)
         return sorted(self.found.values(), key=lambda r: (r.cell != self.labels[0], r.cell, r.line))
 
@@ -392,6 +465,11 @@ class _Checker:
         definitions = [d for d in self.program.binds.get(name, [])]
         if not definitions:
             if name in BUILTINS or (self.rules.classes and name in CLASS_BUILTINS):
+                return
+            stars = [d for d in self.program.stars if self.labels[d.cell] != SETUP]
+            if stars:
+                for d in stars:  # refused where it stands, as the place the name comes from
+                    self.visit_statement(d)
                 return
             if name in REFLECTION:
                 self.refuse(node, f"{name} ({REFLECTION[name]})")
@@ -460,11 +538,12 @@ class _Checker:
             if default is not None:
                 self.visit(default)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
-                if a is not None and a.annotation is not None:
-                    self.visit(a.annotation)
-            if node.returns is not None:
-                self.visit(node.returns)
+            if not self.program.postponed[self.cell]:  # else text, never evaluated
+                for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+                    if a is not None and a.annotation is not None:
+                        self.visit(a.annotation)
+                if node.returns is not None:
+                    self.visit(node.returns)
             if self.scopes and self.scopes[-1][0] == "class":
                 params = [*args.posonlyargs, *args.args]
                 if params:
@@ -502,6 +581,75 @@ class _Checker:
             self.lenient = saved
         self.scopes.pop()
 
+    def visit_AnnAssign(self, node) -> None:
+        if not (self.program.postponed[self.cell] or self.scopes and self.scopes[-1][0] == "function"):
+            self.visit(node.annotation)  # evaluated only at a module's or a class's top level
+        self.visit(node.target)
+        if node.value is not None:
+            self.visit(node.value)
+
+    def _comprehension(self, node) -> None:
+        names = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        self.visit(node.generators[0].iter)  # evaluated in the enclosing scope
+        self.scopes.append(("comprehension", names))
+        for k, g in enumerate(node.generators):
+            self.visit(g.target)
+            if k:
+                self.visit(g.iter)
+            for condition in g.ifs:
+                self.visit(condition)
+        for part in ("elt", "key", "value"):
+            if getattr(node, part, None) is not None:
+                self.visit(getattr(node, part))
+        self.scopes.pop()
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
+    def _is_builtin(self, node, name: str) -> bool:
+        """Whether `node` is Python's own `name` (not a local or a global the learner bound)."""
+        return isinstance(node, ast.Name) and node.id == name and not self.is_local(name) \
+            and not self.program.binds.get(name)
+
+    def _type_of(self, node) -> ast.expr | None:
+        """x, for `type(x)` or `x.__class__`: a value's class, only compared or named below."""
+        if isinstance(node, ast.Call) and self._is_builtin(node.func, "type") \
+                and len(node.args) == 1 and not node.keywords:
+            return node.args[0]
+        if isinstance(node, ast.Attribute) and node.attr == "__class__":
+            return node.value
+        return None
+
+    def visit_Call(self, node) -> None:
+        # hasattr(x, "grad"), getattr(x, "grad", None): with a literal name, the attribute read
+        # `x.grad` is, checked as that read; with a computed name, reflection (refused below)
+        literal = len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+            and isinstance(node.args[1].value, str) and node.args[1].value.isidentifier()
+        if literal and not node.keywords and (
+                self._is_builtin(node.func, "hasattr") and len(node.args) == 2
+                or self._is_builtin(node.func, "getattr") and len(node.args) in (2, 3)):
+            read = ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load())
+            ast.copy_location(read, node)
+            self.visit(read)
+            for default in node.args[2:]:
+                self.visit(default)
+            return
+        self.generic(node)
+
+    def visit_Compare(self, node) -> None:
+        for part in (node.left, *node.comparators):  # type(x) is torch.Tensor
+            subject = self._type_of(part)
+            self.visit(subject if subject is not None else part)
+
+    def visit_MatchClass(self, node) -> None:
+        self.visit(node.cls)
+        for pattern in (*node.patterns, *node.kwd_patterns):
+            self.visit(pattern)
+        for attr in node.kwd_attrs:  # `case torch.Tensor(shape=s)` reads the subject's .shape
+            read = ast.Attribute(value=ast.Name(id="_subject", ctx=ast.Load()), attr=attr,
+                                 ctx=ast.Load())
+            ast.copy_location(read, node)
+            self.check_attribute(read)
+
     def visit_Import(self, node) -> None:
         for a in node.names:
             self._import(node, a.name)
@@ -512,6 +660,8 @@ class _Checker:
             self.refuse(node, "a relative import (a by-hand answer imports only torch, math, "
                               "itertools, functools, operator, copy)")
             return
+        if module == "__future__":
+            return  # compiler directives (from __future__ import annotations)
         for a in node.names:
             if a.name == "*":
                 self.refuse(node, f"from {module} import * (names that cannot be checked: "
@@ -526,8 +676,8 @@ class _Checker:
     def _import(self, node, module: str) -> bool:
         top = module.split(".")[0]
         if module in MODULES:
-            if module == "torch.autograd" and not self.rules.classes:
-                self.refuse(node, "torch.autograd (autograd, which the exercise computes by hand)")
+            if module.startswith("torch.autograd") and not self.rules.classes:
+                self.refuse(node, f"{module} (autograd, which the exercise computes by hand)")
                 return False
             return True
         if top in ("numpy", "scipy", "jax", "tensorflow", "cupy", "sympy", "pandas"):
@@ -553,6 +703,16 @@ class _Checker:
 
     def visit_Attribute(self, node) -> None:
         attr = node.attr
+        if attr in ("__name__", "__qualname__") and isinstance(node.ctx, ast.Load):
+            subject = self._type_of(node.value)  # type(A).__name__ in a message: a string
+            if subject is not None:
+                self.visit(subject)
+                return
+        if self.rules.classes and attr in GRAPH:
+            self.refuse(node, f".{attr} (autograd's graph or its recording, which a class's "
+                              f"methods do not need: forward computes values, backward the "
+                              f"gradients by hand)")
+            return
         module = self.module_of(node.value)
         storing = isinstance(node.ctx, (ast.Store, ast.Del))
         if module is not None:
@@ -569,8 +729,18 @@ class _Checker:
             why = _module_attribute(module, attr, self.rules, self.lenient)
             if why:
                 self.refuse(node, f"{self._spelled(module, attr)} ({why})")
-            return  # the module itself is an import, checked where it is bound
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            self.visit(root)  # the import that binds the module: read, and run, with the rest
+            return
         self.visit(node.value)
+        self.check_attribute(node)
+
+    def check_attribute(self, node: ast.Attribute) -> None:
+        """An attribute of a value (not of a module): allowed, or refused with why."""
+        attr = node.attr
+        storing = isinstance(node.ctx, (ast.Store, ast.Del))
         ctx = isinstance(node.value, ast.Name) and node.value.id in self.ctx_names \
             and self.is_local(node.value.id)
         if attr.startswith("__") and attr.endswith("__"):
@@ -614,13 +784,32 @@ def refusals(cells: list[dict], function: str, rules: Rules) -> list[Refusal]:
     """What the code `function` can reach uses outside `rules`, in the cells that run above its
     check cell: each `{"source", "label", "answer"}`, `answer` the grade_id of an answer cell
     (None for others), `label` how messages name the cell (SETUP for the notebook's own)."""
+    return reach(cells, function, rules)[0]
+
+
+def reach(cells: list[dict], function: str, rules: Rules) -> tuple[list[Refusal], dict]:
+    """(refusals, statements): what `refusals` finds, and the learner's statements it read, as
+    {cell index: [top-level statement, ...]} in source order. The statements are what `function`
+    reaches by Python's scoping, starting from the statements that bind its name (its `def`) and
+    following the global names their code uses: grading runs these, the setup cells, and nothing
+    else of the learner's (a demo line, an unused import, another exercise's cell never runs)."""
     program = _Program(cells)
     labels = [c["label"] for c in cells]
-    start = [_Definition(i, node) for i, (c, tree) in enumerate(zip(cells, program.trees))
-             if c.get("answer") == function and tree is not None for node in tree.body]
-    start += [d for d in program.binds.get(function, []) if labels[d.cell] != SETUP]
+    start = [d for d in program.binds.get(function, []) if labels[d.cell] != SETUP]
     checker = _Checker(program, rules, labels)
-    return checker.run(start)
+    for i, (cell, tree) in enumerate(zip(cells, program.trees)):
+        if cell.get("answer") == function and tree is None and _too_deep(cell["source"]):
+            checker.cell = i
+            checker.refuse(ast.Pass(lineno=1), "code nested too deeply for Python's parser "
+                                               "(split it into steps)")
+    found = checker.run(start)
+    statements: dict[int, list[ast.stmt]] = {}
+    for d in checker.visited:
+        if labels[d.cell] != SETUP:
+            statements.setdefault(d.cell, []).append(d.node)
+    for nodes in statements.values():
+        nodes.sort(key=lambda n: (n.lineno, n.col_offset))
+    return found, statements
 
 
 def reached(cells: list[dict], functions) -> dict[int, set[int]]:
