@@ -298,14 +298,39 @@ def only(source: str, statements: list) -> str:
 
 def with_course_metadata(cells: list[Cell], source: "_Source") -> list[Cell]:
     """A cell that lost its nbgrader metadata (a copy of solutions/, an editor that strips it)
-    but keeps the id of a course cell is that cell again: graded as nbgrader grades it once its
-    sanitize step gives the metadata back (autograder.nbgrader.repair.RepairCellMetadata)."""
+    but keeps the id of a course cell is that cell again (`regained`): graded as nbgrader grades
+    it once its sanitize step gives the metadata back (autograder.nbgrader.repair.RepairCellMetadata)."""
+    again = regained([(c.cell_type, c.cell_id, c.grade_id) for c in cells], source)
     out = []
-    for c in cells:
-        known = source.ids.get(c.cell_id) if c.grade_id is None and c.cell_id else None
-        if known is not None and known[0] == c.cell_type:
+    for i, c in enumerate(cells):
+        if i in again:
+            known = source.ids[again[i]]
             c = Cell(c.cell_type, c.source, known[1], known[2], known[3], c.cell_id)
         out.append(c)
+    return out
+
+
+def regained(cells: list[tuple[str, str | None, str | None]], source: "_Source") -> dict[int, str]:
+    """Which cells are a course cell again, as {index: that course cell's id}: the one rule of
+    the standalone grader (`with_course_metadata`) and of nbgrader (`RepairCellMetadata`).
+
+    `cells` holds each cell's (cell type, id, grade_id of its own nbgrader metadata or None) in
+    notebook order. A cell whose own metadata holds no grade_id (none at all: a copy of
+    solutions/, an editor that strips it) and whose id is a course cell's of the same type is
+    that course cell again, unless a cell of the notebook carries that course cell's grade_id in
+    its own metadata (the course cell is there: this one is a copy) or an earlier cell holds the
+    same id (reading a notebook, nbformat gives later holders of an id new ids). Otherwise it is
+    an ordinary cell the learner added."""
+    carried = {grade_id for _, _, grade_id in cells if grade_id}
+    seen, out = set(), {}
+    for i, (cell_type, cell_id, grade_id) in enumerate(cells):
+        if cell_id is None or cell_id in seen:
+            continue
+        seen.add(cell_id)
+        known = source.ids.get(cell_id)
+        if grade_id is None and known is not None and known[0] == cell_type \
+                and known[1] not in carried:
+            out[i] = cell_id
     return out
 
 
