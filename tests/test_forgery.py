@@ -362,3 +362,55 @@ def test_a_process_beside_a_by_hand_call_is_named(name):
         reply = box.call(name, (A, A))
     assert "process.another_process" in reply.used, reply.used
     assert "another process" in banned_uses(reply.used, frozenset(), BY_HAND)
+
+
+BLINDS = """
+import functools
+import torch
+
+C = torch._C
+KEYS = [C.DispatchKey.Python, C.DispatchKey.PythonTLSSnapshot]
+
+
+def blind(A, B):
+    modes = []
+    while C._len_torch_function_stack() > 0:
+        modes.append(C._pop_torch_function_stack())
+    for k in KEYS:
+        C._dispatch_tls_set_dispatch_key_excluded(k, True)
+    try:
+        return torch.mm(A, B)
+    finally:
+        for k in KEYS:
+            C._dispatch_tls_set_dispatch_key_excluded(k, False)
+        for m in reversed(modes):
+            C._push_on_torch_function_stack(m)
+
+
+def leaves_a_key_excluded(A, B):
+    C._dispatch_tls_set_dispatch_key_excluded(KEYS[0], True)
+    return A + B
+
+
+original = functools.reduce
+functools.reduce = lambda f, seq, init=None: "patched"
+
+
+def reduces(A, B):
+    return functools.reduce(lambda a, b: a + b, (A, B))
+"""
+
+
+def test_excluded_dispatch_keys_and_popped_function_modes_fail_the_call():
+    """Issue 36 item 4, the recorder's second witness: a call that excludes the dispatch keys
+    through which operators reach the recorder, or pops its function mode, is not watched (what
+    it ran is unknown), even when it puts everything back before returning; a standard module a
+    cell patched is as it was when the call runs."""
+    A = torch.eye(2)
+    with Sandbox([{"source": BLINDS}]) as box:
+        for name in ("blind", "leaves_a_key_excluded"):
+            reply = box.call(name, (A, A))
+            assert reply.status == "exception", (name, reply)
+            assert reply.exception.type == "RecorderSwitchedOff", name
+        reply = box.call("reduces", (A, A))
+        assert reply.status == "ok" and reply.value.equal(A + A), reply

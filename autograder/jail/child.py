@@ -109,12 +109,14 @@ class _Recorder:
     def intact(self) -> bool:
         """Whether the recorder's modes were on torch's mode stacks for the whole call: nothing
         but the recorder popped its dispatch mode (every operator passes through it), and both
-        modes are still where it put them, with nothing left above them."""
+        modes are still where it put them, with nothing left above them; no dispatch key that
+        routes operators to the modes is excluded."""
         functions, dispatch = _FUNCTION_STACK, _DISPATCH_STACK
         f, d = self._depths
         try:
             return (not _WATCH.popped and functions[0]() == f + 1 and dispatch[0]() == d + 1
-                    and functions[1](f) is self.modes[0] and dispatch[1](d) is self.modes[1])
+                    and functions[1](f) is self.modes[0] and dispatch[1](d) is self.modes[1]
+                    and not any(_EXCLUDED(key) for key in _ROUTING_KEYS))
         except Exception:  # noqa: BLE001 - a stack torch cannot read is not intact
             return False
 
@@ -207,10 +209,22 @@ class _Watch:
         # Guards that turn off the dispatch to modes without popping them: nothing the exercises
         # run uses them (torch uses them for fake tensors, Triton kernels, debugging modes).
         import torch.utils._mode_utils as mode_utils
+        # Likewise popping the function modes by torch._C's name (torch's own code pops them
+        # through torch.overrides, which holds its own reference).
         for owner, name in ((torch._C, "_DisableTorchDispatch"), (torch._C, "DisableTorchFunction"),
-                            (torch._C, "_DisableTorchFunction"), (mode_utils, "no_dispatch")):
+                            (torch._C, "_DisableTorchFunction"), (mode_utils, "no_dispatch"),
+                            (torch._C, "_pop_torch_function_stack")):
             if hasattr(owner, name):
                 setattr(owner, name, self._noticed(getattr(owner, name)))
+        # And excluding a dispatch key that routes operators to the modes (torch's own code
+        # excludes others, ADInplaceOrView, through the same function).
+        exclude = torch._C._dispatch_tls_set_dispatch_key_excluded
+
+        def excluded(key, *rest):
+            if key in _ROUTING_KEYS and watch.guarded is not None and not watch.exiting:
+                watch.popped = True
+            return exclude(key, *rest)
+        torch._C._dispatch_tls_set_dispatch_key_excluded = excluded
 
     def _noticed(self, guard):
         watch = self
@@ -317,6 +331,11 @@ _FUNCTION_STACK = (torch._C._len_torch_function_stack, torch._C._get_function_st
 _DISPATCH_STACK = (torch._C._len_torch_dispatch_stack, torch._C._get_dispatch_stack_at,
                    torch._C._pop_torch_dispatch_stack)
 """torch's own functions, taken before learner code runs (which may replace torch's names)."""
+_EXCLUDED = torch._C._dispatch_tls_is_dispatch_key_excluded
+_ROUTING_KEYS = tuple(getattr(torch._C.DispatchKey, k) for k in ("Python", "PythonTLSSnapshot")
+                      if hasattr(torch._C.DispatchKey, k))
+"""The dispatch keys through which operators reach the dispatch modes: excluded, no mode sees
+an operator (and a call that ends with one excluded was not watched)."""
 SWITCHED_OFF = ("the check of what your code used was switched off during the call (a torch "
                 "mode was popped or left on torch's mode stack, or torch's dispatch to modes was "
                 "disabled); grading cannot tell what it ran")
@@ -428,6 +447,7 @@ def _caller():
 
     def call(namespace: dict, request: dict) -> dict:
         restore_builtins()  # the cells may have replaced some: this code relies on them
+        restore_torch()  # and torch's names, and the standard modules' (a cell's patch of one)
         hooks_off()  # a profile or trace hook set by the cells would run during the call's report
         function = namespace.get(request["call"])
         if not callable(function):
@@ -591,8 +611,15 @@ def _namespace_keeper():
     """A function that puts torch's namespaces back as they were now (before learner code):
     learner code may rebind torch.relu or Tensor.detach, which the stand-ins and the report
     rely on. Names torch adds by itself later (a submodule imported lazily) are left alone."""
+    import copy
+    import itertools
+    import math
+    import typing
+    # torch's, and the standard modules a by-hand answer may use (subset.MODULES): a cell that
+    # replaced functools.reduce changes nothing in a call
     owners = [torch, torch.nn, torch.nn.functional, torch.autograd, torch.Tensor,
-              torch._C.TensorBase, torch.nn.Parameter, torch.linalg]
+              torch._C.TensorBase, torch.nn.Parameter, torch.linalg,
+              math, itertools, functools, operator, copy, typing]
     saved = [(owner, dict(vars(owner))) for owner in owners]
     keys = {id(owner): (tuple(names), tuple(names.values())) for owner, names in saved}
     setter, deleter, is_, all_, map_, len_ = setattr, delattr, operator.is_, all, map, len
