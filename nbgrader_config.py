@@ -5,10 +5,14 @@ c.CourseDirectory.course_id = "pytorch-training-loop-math"
 
 # release / fetch / submit / collect and the Assignment List work out of the box through an
 # exchange folder beside this file (nbgrader creates it, world-writable, on the first release).
-# On a shared server set one root every user can reach, e.g. in /etc/jupyter/nbgrader_config.py:
-#     c.Exchange.root = "/srv/nbgrader/exchange"
-# or point NBGRADER_EXCHANGE at it (read here only: nbgrader itself does not know it). Learners get
-# a config of their own: python -m autograder learner-config --exchange PATH --out DIR
+# On a shared server (JupyterHub) the staff need one root every user can reach: set
+#     NBGRADER_EXCHANGE=/srv/nbgrader/exchange
+# in the instructor's and the TAs' environment (their shell, the hub spawner's environment), which
+# only the line below reads (nbgrader itself does not know it), or edit the line below. A
+# c.Exchange.root in /etc/jupyter/ or ~/.jupyter/ does not work for the staff: nbgrader reads this
+# file last, and this line sets the exchange again. Learners get a config of their own (their
+# JupyterLab may read it from /etc/jupyter/):
+#     python -m autograder learner-config --exchange PATH --out DIR
 import os  # noqa: E402
 
 c.Exchange.root = os.environ.get(
@@ -22,11 +26,13 @@ c.Exchange.root = os.environ.get(
 # autograde or from scoring unlike `python -m autograder grade`.
 try:
     from autograder.nbgrader.grades import autograde_preprocessors, refuse_oversized
-    from autograder.nbgrader.repair import sanitize_preprocessors
+    from autograder.nbgrader.repair import name_duplicate_ids, sanitize_preprocessors
 except ImportError:  # a learner's environment without the grader: validate needs none of it
     pass
 else:
     c.Autograde.sanitize_preprocessors = sanitize_preprocessors()
+    # nbformat's warning about a cell id held twice names the notebook it was reading.
+    name_duplicate_ids()
     # A submitted file over the grader's limits (size, nesting) is not read: it scores 0 saying so.
     refuse_oversized()
     c.Autograde.autograde_preprocessors = autograde_preprocessors(execute=True)

@@ -76,10 +76,16 @@ def solution_notebook(source: Path) -> nbformat.NotebookNode:
         meta = cell.metadata.pop("nbgrader", {})
         if meta.get("grade") and not meta.get("solution") and not _code(cell.source):
             continue  # a graded cell that held only hidden tests
-        cell.source = _SOLUTION_MARKER.sub("", cell.source)
+        cell.source = without_markers(cell.source)
         cells.append(cell)
     nb.cells = cells
     return nb
+
+
+def without_markers(text: str) -> str:
+    """A source cell's text as solutions/ holds it: the BEGIN/END SOLUTION and MARK SCHEME marker
+    lines removed, what is between them kept (a rubric stays readable in the worked solution)."""
+    return _SOLUTION_MARKER.sub("", text)
 
 
 def _code(source: str) -> bool:

@@ -58,7 +58,8 @@ def test_spreadsheet_safe_quotes_text_only():
         ["'=1", "'-2", "a-b", "", 3.5, 0, -0.5]
 
 
-@pytest.mark.parametrize("leader", LEADERS + list(SPACES), ids=lambda s: "+".join(f"U{ord(c):04X}" for c in s))
+@pytest.mark.parametrize("leader", LEADERS + list(SPACES),
+                         ids=lambda s: "+".join(f"U{ord(c):04X}" for c in s))
 @pytest.mark.parametrize("start", list(STARTS))
 def test_a_formula_after_leading_whitespace_is_inert(leader, start):
     """` =HYPERLINK(...)` is a live formula in a spreadsheet that skips the space (issue 37):

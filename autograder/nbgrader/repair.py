@@ -3,16 +3,23 @@ graded unlike the standalone grader (`c.Autograde.sanitize_preprocessors`, `sani
 
 * `RepairCellMetadata`: empty or malformed nbgrader metadata becomes an ordinary cell, an unknown
   schema version the current one (either stops `nbgrader autograde` for every later learner), and
-  a cell that keeps a course cell's id gets that cell's metadata back;
+  a cell that keeps a course cell's id gets that cell's metadata back, by the standalone grader's
+  rule (`autograder.notebook.regained`: not while the course cell is there);
 * `DeduplicateCopies`: nbgrader's `DeduplicateIds`, whose emptied copies (a copied answer cell keeps
   its nbgrader metadata) become ordinary cells that `TrustedGrades` still grades as copies;
 * `RestoreGradeCells`: nbgrader's `OverwriteCells`, which also puts a deleted hidden-test cell back
   from the source notebook (`add_missing_cells`, placed robustly).
+
+`name_duplicate_ids()` (nbgrader_config.py) turns nbformat's `DuplicateCellId` warning, which names
+no notebook, into one line naming the notebook it was reading.
 """
 
 from __future__ import annotations
 
 import copy
+import os
+import re
+import sys
 
 import nbformat
 from nbgrader.api import MissingEntry
@@ -52,27 +59,23 @@ class RepairCellMetadata(NbGraderPreprocessor):
     (OverwriteCells restores known cells' metadata, CheckCellMetadata refuses the notebook)."""
 
     def preprocess(self, nb, resources):
-        known = self._course_metadata(resources)
+        from autograder.notebook import _source, regained
         for cell in nb.cells:  # only the sanitize steps write that key: never the learner's
             cell.metadata.pop(COPY, None)
-            # a cell that lost its metadata but keeps a course cell's id is that cell again,
-            # as the standalone grader reads it (notebook.with_course_metadata)
-            if "nbgrader" not in cell.metadata and cell.get("id") in known \
-                    and known[cell.get("id")][0] == cell.cell_type:
-                cell.metadata["nbgrader"] = copy.deepcopy(known[cell.get("id")][1])
+        # a cell that lost its metadata but keeps a course cell's id is that cell again, by the
+        # rule the standalone grader reads it with (notebook.regained): not while another cell
+        # carries the course cell's grade_id, and only the first holder of the id
+        assignment = resources.get("nbgrader", {}).get("assignment")
+        if assignment in ASSIGNMENTS:
+            source = _source(assignment)
+            cells = [(c.cell_type, _string(c.get("id")), _string(_nbgrader(c).get("grade_id")))
+                     for c in nb.cells]
+            for i, cell_id in regained(cells, source).items():
+                nb.cells[i].metadata["nbgrader"] = copy.deepcopy(source.metadata[cell_id])
+        for cell in nb.cells:
             if cell.cell_type in ("markdown", "raw") and "nbgrader" in cell.metadata:
                 cell.metadata[COPY] = {"cell_type": cell.cell_type}
         return super().preprocess(nb, resources)
-
-    @staticmethod
-    def _course_metadata(resources) -> dict:
-        """cell id -> (cell type, nbgrader metadata) of the assignment's source notebook."""
-        from autograder.notebook import _source
-        assignment = resources.get("nbgrader", {}).get("assignment")
-        if assignment not in ASSIGNMENTS:
-            return {}
-        source = _source(assignment)
-        return {i: (source.ids[i][0], m) for i, m in (source.metadata or {}).items()}
 
     def preprocess_cell(self, cell, resources, cell_index):
         from nbgrader.nbgraderformat import MetadataValidator
@@ -103,6 +106,10 @@ def _nbgrader(cell) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
+def _string(value) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 class RestoreGradeCells(OverwriteCells):
     """nbgrader's `OverwriteCells` with `add_missing_cells`: a hidden-test cell the learner
     deleted is put back from the gradebook's source (so nbgrader records the grader's score for
@@ -113,9 +120,11 @@ class RestoreGradeCells(OverwriteCells):
 
     def preprocess_cell(self, cell, resources, cell_index):
         """nbgrader's, without its "checksum has changed!" warning for a locked cell handed in as
-        released: the gradebook keeps the source's text (hidden tests, mark scheme) and its
-        checksum, the release has them cleared, so every untouched test cell and rubric differed.
-        Such a cell gets the gradebook's text back first; any other change is still reported."""
+        released or as solutions/ holds it: the gradebook keeps the source's text (hidden tests,
+        mark scheme, their marker lines) and its checksum, the release has them cleared and
+        solutions/ has the marker lines removed (a rubric keeps its text there), so every
+        untouched test cell and rubric differed. Such a cell gets the gradebook's text back first;
+        any other change is still reported."""
         grade_id = _nbgrader(cell).get("grade_id")
         if grade_id:
             try:
@@ -123,7 +132,8 @@ class RestoreGradeCells(OverwriteCells):
             except MissingEntry:
                 source = None
             if (source is not None and source.locked and cell.cell_type == source.cell_type
-                    and cell.source != source.source and cell.source == _released(source)):
+                    and cell.source != source.source
+                    and cell.source in (_released(source), _as_in_solutions(source))):
                 cell.source = source.source
         return super().preprocess_cell(cell, resources, cell_index)
 
@@ -167,6 +177,56 @@ def _released(source) -> str:
     for step in (FeedbackClearHiddenTests(), FeedbackClearMarkScheme()):
         cell, _ = step.preprocess_cell(cell, {}, 0)
     return cell.source
+
+
+def _as_in_solutions(source) -> str:
+    """The text solutions/ holds for a gradebook source cell (autograder/build.py): the source's,
+    with its BEGIN/END SOLUTION and MARK SCHEME marker lines removed."""
+    from autograder.build import without_markers
+    return without_markers(source.source)
+
+
+def name_duplicate_ids() -> None:
+    """From now on, in this process, nbformat's `DuplicateCellId` warning ("Non-unique cell id
+    'da4455bd' detected. Corrected to '...'", which names no notebook: nbgrader reads every
+    learner's notebook with it) is one line naming the notebook nbformat was reading, e.g.
+    `[autograder] WARNING submitted/ada/01_linear_algebra/linear_algebra.ipynb: cell id
+    'da4455bd' is held by more than one cell; nbformat gave a later one the id '...'`. A warning
+    whose notebook cannot be told (read from a string) is left as nbformat words it."""
+    import warnings
+
+    from nbformat.warnings import DuplicateCellId
+
+    previous = warnings.showwarning
+    if getattr(previous, "names_notebooks", False):
+        return
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        path = _notebook_being_read() if issubclass(category, DuplicateCellId) else None
+        if path is None:
+            return previous(message, category, filename, lineno, file, line)
+        found = re.search(r"id '([^']*)' detected\. Corrected to '([^']*)'", str(message))
+        text = (f"cell id '{found[1]}' is held by more than one cell; nbformat gave a later one "
+                f"the id '{found[2]}'") if found else str(message)
+        try:
+            print(f"[autograder] WARNING {path}: {text}", file=file or sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass  # as warnings does: a closed or invalid stream loses the warning
+
+    showwarning.names_notebooks = True
+    warnings.showwarning = showwarning
+
+
+def _notebook_being_read() -> str | None:
+    """The file `nbformat.read` is reading in this thread (a path, or an open file's name)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is nbformat.read.__code__:
+            fp = frame.f_locals.get("fp")
+            name = fp if isinstance(fp, (str, os.PathLike)) else getattr(fp, "name", None)
+            return os.fspath(name) if isinstance(name, (str, os.PathLike)) else None
+        frame = frame.f_back
+    return None
 
 
 def replaced_steps(default: list, replacements: dict, what: str) -> list:
