@@ -291,6 +291,12 @@ img{max-width:100%;height:auto;display:block;margin:.6em 0}
 """
 
 
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+"""The page's own rule, as the feedback's sanitizer's (autograder/nbgrader/feedback.py): learner
+text is escaped, and even so nothing in the page may make the browser send a request (images
+only from data in the page, no script, no style sheet from elsewhere)."""
+
+
 def _e(text) -> str:
     """Escaped for HTML (learner-chosen names and messages are untrusted)."""
     return html.escape(str(text).encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
@@ -313,6 +319,7 @@ def render(results: list[Result], source: str) -> str:
     review = needs_review(results)
     timed = sorted((r for r in results if r.seconds is not None), key=lambda r: -r.seconds)
     parts = [f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+             f"<meta http-equiv='Content-Security-Policy' content=\"{CSP}\">"
              f"<meta name='viewport' content='width=device-width,initial-scale=1'>"
              f"<title>Class report</title><style>{CSS}</style></head><body>",
              "<h1>Class report</h1>",

@@ -123,9 +123,10 @@ def _descendants(pid: int) -> list:
 
 
 class Lab:
-    def __init__(self, course: Path, home: Path, bare: bool = False):
+    def __init__(self, course: Path, home: Path, bare: bool = False, instructor: bool = False):
         """`bare`: a learner's own machine, with nothing of this machine's environment but the
-        system's PATH: HOME is `home`, no PYTHONPATH, no NBGRADER_EXCHANGE."""
+        system's PATH: HOME is `home`, no PYTHONPATH, no NBGRADER_EXCHANGE. `instructor`: the
+        instructor's JupyterLab (the formgrader left on)."""
         self.course, self.token, self.port = course, secrets.token_hex(16), _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         settings = home / "lab-settings"
@@ -151,8 +152,9 @@ class Lab:
                "MPLBACKEND": "agg",
                "PYTHONUNBUFFERED": "1"}
         # a learner's JupyterLab: the instructor tools hidden as the README says
-        subprocess.run(["bash", str(ROOT / "tools" / "hide_instructor_tools.sh"), "user"], env=env,
-                       check=True, capture_output=True)
+        if not instructor:
+            subprocess.run(["bash", str(ROOT / "tools" / "hide_instructor_tools.sh"), "user"],
+                           env=env, check=True, capture_output=True)
         self.log_path = home / "jupyterlab.log"
         self._log = self.log_path.open("w")
         # cwd = the course: nbgrader's Validate handler reads nbgrader_config.py from the cwd (and
@@ -475,10 +477,10 @@ def _payload_page(tmp_path) -> Path:
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
     from autograder.nbgrader.feedback import LearnerHTML
-    from test_learner_markdown import PAYLOADS
+    from test_learner_markdown import CORPUS
 
-    cells = [new_markdown_cell(p) for p in PAYLOADS]
-    for p in PAYLOADS:  # the same text as a cell's rich output, markdown and HTML
+    cells = [new_markdown_cell(p) for p in CORPUS]
+    for p in CORPUS:  # the same text as a cell's rich output, markdown and HTML
         cell = new_code_cell("display(...)")
         cell.outputs = [new_output("display_data", data={"text/markdown": p, "text/plain": "x"}),
                         new_output("display_data", data={"text/html": p, "text/plain": "x"})]
@@ -510,6 +512,133 @@ def test_no_learner_payload_runs_when_its_page_is_opened_or_its_links_clicked(tm
     page.wait_for_timeout(300)
     assert dialogs == [], dialogs
     assert not [u for u in navigations if u.split(":")[0].lower() in ("javascript", "vbscript", "data")]
+
+
+# ---------------------------------------------------------------------------------------------
+# Nothing a learner wrote makes the reader's browser send a request (issue 37)
+
+HONEST, HOSTILE = "honest", "hostile"
+
+
+def payload_code(payloads: list[str]) -> str:
+    """A learner's code cell showing every payload as rich output (HTML and markdown), and images
+    whose output metadata (set by the learner's code) name a src and an unquoted attribute."""
+    from test_learner_markdown import BEACON, PNG
+    return (f"import json\nfrom IPython.display import HTML, Markdown, display\n"
+            f"for p in json.loads({json.dumps(json.dumps(payloads))}):\n"
+            f"    display(HTML(p))\n    display(Markdown(p))\n"
+            f"display({{'image/png': {PNG!r}, 'text/plain': 'png'}}, raw=True, metadata={{\n"
+            f"    'image/png': {{'width': '1 onerror=document.title=1'}},\n"
+            f"    'filenames': {{'image/png': '/logout'}}}})\n"
+            f"display({{'image/jpeg': {PNG!r}, 'text/plain': 'jpeg'}}, raw=True, metadata={{\n"
+            f"    'filenames': {{'image/jpeg': 'http://{BEACON}/filenames.jpg'}}}})\n")
+
+
+def hostile_notebook(source: Path):
+    """The released notebook with the payload corpus below its first cell: as markdown cells,
+    and as the output of a code cell (the autograde runs it in the jail)."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell
+
+    from test_learner_markdown import CORPUS
+    nb = nbformat.read(source, as_version=4)
+    nb.cells[1:1] = [new_markdown_cell(p) for p in CORPUS] + [new_code_cell(payload_code(CORPUS))]
+    return nb
+
+
+@pytest.fixture
+def graded_course(tmp_path):
+    """A course copy with two hand-ins of 01, an untouched one and one holding the payload corpus,
+    autograded (the stored notebook the formgrader shows) and given feedback."""
+    import nbformat
+
+    from conftest import tool_env
+    course = tmp_path / "course"
+    shutil.copytree(ROOT / "source", course / "source")
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    release = ROOT / NOTEBOOK
+    for student, nb in {HONEST: nbformat.read(release, as_version=4),
+                        HOSTILE: hostile_notebook(release)}.items():
+        folder = course / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / release.name)
+    for command in ("autograde", "generate_feedback"):
+        done = subprocess.run(["nbgrader", command, ASSIGNMENT, "--log-level=WARN"], cwd=course,
+                              env=tool_env(), capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+    return course
+
+
+def _submission_ids(course: Path) -> dict[str, str]:
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course}/gradebook.db") as gb:
+        return {s: gb.find_submission_notebook(Path(NOTEBOOK).stem, ASSIGNMENT, s).id
+                for s in (HONEST, HOSTILE)}
+
+
+def _requests_of(page, url: str, wait_ms: int = 1500) -> list[str]:
+    """Every request the browser sends while `url` loads and settles (images, styles, fetches,
+    frames, popups, service workers: the whole context's log)."""
+    seen: list[str] = []
+    context = page.context
+    listener = lambda request: seen.append(request.url)  # noqa: E731
+    context.on("request", listener)
+    try:
+        # the Referer of a page of the server, as when the file is opened from JupyterLab (a /files/
+        # GET with none is refused: "Blocking request from unknown origin")
+        page.goto(url, referer=url.split("/files/")[0] + "/lab")
+        page.wait_for_load_state("load")
+        page.wait_for_timeout(wait_ms)   # an image or a prefetch may start after the load event
+    finally:
+        context.remove_listener("request", listener)
+    return seen
+
+
+def test_no_learner_content_sends_a_request_from_the_formgrader_or_the_feedback(
+        graded_course, tmp_path, page):
+    """The instructor's JupyterLab serves the formgrader's view of the payload hand-in and its
+    feedback (from the same origin, logged in): Playwright's request log holds nothing the
+    untouched hand-in's same pages do not also ask for (the page's own scripts and styles), no
+    request to the payloads' outside host and none to a path they name; the instructor is still
+    logged in afterwards (`/api/status` answers 200 to the browser's cookie)."""
+    from urllib.parse import urlsplit
+
+    from test_learner_markdown import BEACON
+    lab = Lab(graded_course, tmp_path / "home", instructor=True)
+    ids = _submission_ids(graded_course)
+    try:
+        with screenshot_on_failure(page, lab, tmp_path):
+            page.goto(f"{lab.url}/formgrader?token={lab.token}")   # logs the browser in (cookie)
+            assert page.evaluate("fetch('/api/status').then(r => r.status)") == 200
+
+            def views(student: str) -> dict[str, str]:
+                feedback = f"feedback/{student}/{ASSIGNMENT}/{Path(NOTEBOOK).stem}.html"
+                return {"formgrader": f"{lab.url}/formgrader/submissions/{ids[student]}/",
+                        "feedback": f"{lab.url}/files/{feedback}"}
+
+            def normal(url: str, student: str) -> str:
+                return url.replace(ids[student], "<submission>").replace(f"/{student}/", "/<student>/")
+
+            for view, url in views(HOSTILE).items():
+                baseline = {normal(u, HONEST) for u in _requests_of(page, views(HONEST)[view])}
+                assert len(baseline) > 1, (view, baseline)   # the log works: the page's own assets
+                got = [normal(u, HOSTILE) for u in _requests_of(page, url)]
+                extra = sorted({u for u in got if u not in baseline})
+                assert extra == [], f"{view}: requests only the payload page made: {extra}"
+                outside = [u for u in got if BEACON in u]
+                named = [u for u in got if urlsplit(u).path in ("/logout", "/api/contents", "/notes.md")]
+                assert outside == [] and named == [], (view, outside, named)
+                assert page.evaluate("window.__learner_ran || document.title === '1'") is False
+                text = page.inner_text("body")
+                assert "(image removed: /logout)" in text and "(link removed:" in text, (view, text[:2000])
+                # still logged in: the formgrader opens (no /login?next=...) and the server
+                # answers the browser's cookie (the feedback page itself is sandboxed by /files/)
+                page.goto(f"{lab.url}/formgrader")
+                assert "/login" not in page.url, f"{view}: the instructor was logged out: {page.url}"
+                status = page.evaluate("fetch('/api/status').then(r => r.status)")
+                assert status == 200, f"{view}: the instructor was logged out ({status})"
+    finally:
+        lab.stop()
 
 
 # ---------------------------------------------------------------------------------------------

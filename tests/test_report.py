@@ -96,6 +96,9 @@ def test_report_figures_are_embedded_pngs_and_self_contained(graded, tmp_path):
     assert outside == [], outside
     assert "<script" not in page.lower() and "<link" not in page.lower()
     assert "url(" not in page and "@import" not in page
+    # and the browser is told so: nothing in the page may fetch anything (issue 37)
+    assert "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; img-src data:; " \
+           "style-src 'unsafe-inline'\">" in page
     assert sorted(p.name for p in (tmp_path / "report").iterdir()) == ["index.html"]
     # learner-chosen text is shown escaped, never as markup
     assert "<b>eve" not in page and html.escape(ODD) in page
