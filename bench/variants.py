@@ -8,6 +8,7 @@ elsewhere), asks the grader's subset check (autograder/subset.py) whether it ref
 them all with `python -m autograder grade`, and prints what was refused or lost points.
 
     .venv/bin/python bench/variants.py       # last run (2026-12-06): 92 graded, 0 refused, 0 lost points
+    .venv/bin/python bench/variants.py bench/variants/fresh_2026_12_07.py   # another set (issue 36)
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from autograder.samples import Scenario, submission_notebook  # noqa: E402
 
 
 def main() -> int:
-    spec = importlib.util.spec_from_file_location("correct", ROOT / "bench" / "variants" / "correct.py")
+    path = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "bench" / "variants" / "correct.py"
+    spec = importlib.util.spec_from_file_location("correct", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     with tempfile.TemporaryDirectory() as tmp:

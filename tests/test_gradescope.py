@@ -149,7 +149,9 @@ def _wrong(assignment: str):
                 and any(v < full.get(f, v) for f, v in s.expect.items()) and s.nbgrader)
 
 
-@pytest.mark.parametrize("assignment, student", [(A1, "solution"), (A1, None), (A6, None)])
+@pytest.mark.parametrize("assignment, student", [(A1, "solution"), (A1, None), (A6, None),
+                                                  (A1, "closed_too_deep"),
+                                                  (A1, "closed_local_name_carrier")])
 def test_run_autograder_scores_as_grade(zips, tmp_path, assignment, student):
     """A solution and wrong submissions: results.json has the scores of `grade NB --json`."""
     scenario = _scenario(assignment, student) if student else _wrong(assignment)

@@ -139,7 +139,10 @@ RESULTS = {  # file content -> expected scores per function
     "helper_in_added_cell": (_edit(_helper_cell), FULL),
     "defined_below_its_check": (_edit(_below_check), {"matmul": 0, "linear_forward": 6}),
     # matmul keeps its marks; linear_forward's star import is outside its subset of Python
-    "rebound_below_its_check": (_edit(_rebound_below_check), {"matmul": 5, "linear_forward": 0}),
+    # matmul keeps its marks (graded where its check stands); linear_forward's own code is by hand
+    # and grading stands its matmul in for whatever `matmul` names, so the star import, which
+    # binds nothing linear_forward uses but matmul, is no part of it and never runs (issue 36)
+    "rebound_below_its_check": (_edit(_rebound_below_check), {"matmul": 5, "linear_forward": 6}),
     "nbformat_3": (_v3(SOLUTION).encode(), FULL),
 }
 
