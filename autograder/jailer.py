@@ -8,7 +8,9 @@ function. The jail (bubblewrap, `bwrap`):
   so process limits and signals never reach another server's learners);
 * has no network (`--unshare-net`), its own PID namespace (`--unshare-pid`:
   when the server goes, everything the learner started goes with it, and
-  `--die-with-parent` ties the jail to the grader), its own IPC and UTS;
+  `--die-with-parent` ties the jail to the grader), its own IPC and UTS; inside it each
+  child the server forks has a user namespace and a session keyring of its own, and
+  /proc/keys is hidden: no learner can reach another's keys (`autograder/jail/server.py`);
 * sees the filesystem read-only and only what torch needs: the system's
   libraries, the Python installation and its environment, and the learner's
   side of the running package (`autograder/jail/`, imported from there whatever
@@ -46,6 +48,11 @@ SERVER_START = 120.0
 """Seconds the server may take to import torch (a cold disk on a loaded machine)."""
 REQUEST_TIMEOUT = 10.0
 THP = "/sys/kernel/mm/transparent_hugepage"
+MQUEUE = "/dev/mqueue"
+"""Where the jail's POSIX message queues are seen, so that the reset can remove them."""
+HIDDEN = ("/proc/keys", "/proc/key-users")
+"""Every key and keyring the jail's uid may view, whoever made it (a learner whose keys await the
+kernel's collection, the grader's user outside a root jail): no learner's business."""
 MALLOC = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
 """The server's allocator puts its heap in transparent huge pages (where the kernel offers them
 on request): torch's 90 MB of heap then costs a fork 170 page-table entries instead of 45,000,
@@ -99,6 +106,11 @@ def bwrap_command(uid: int, root: bool, program: list[str] | None = None,
     # later mount hides everything an earlier one put beneath it.
     command += ["--proc", "/proc", "--dev", "/dev",
                 "--size", str(SCRATCH_BYTES), "--perms", "1777", "--tmpfs", SCRATCH]
+    if Path("/proc/sys/fs/mqueue").is_dir():  # the kernel has POSIX message queues
+        command += ["--mqueue", MQUEUE]
+    for name in HIDDEN:  # the host's /dev/null on a nodev mount: not even readable
+        if Path(name).exists():
+            command += ["--ro-bind", "/dev/null", name]
     command += _mkdirs(prefixes + [PACKAGE])
     for prefix in prefixes:
         command += ["--ro-bind", str(prefix), str(prefix)]
@@ -119,6 +131,8 @@ def bwrap_command(uid: int, root: bool, program: list[str] | None = None,
                 # install of `autograder` points at (another checkout sharing the venv)
                 "--setenv", "PYTHONPATH", str(PACKAGE.parent),
                 "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "OMP_NUM_THREADS", "1"]
+    if os.environ.get("AUTOGRADER_CHILD_NAMESPACES") == "0":  # (autograder/jail/server.py)
+        command += ["--setenv", "AUTOGRADER_CHILD_NAMESPACES", "0"]
     for name, value in {**MALLOC, **(env or {})}.items():
         command += ["--setenv", name, value]
     if root:

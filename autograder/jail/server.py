@@ -8,8 +8,9 @@ socket FD (one JSON message per datagram):
   import the `warm` modules here (once; the grader names them), then fork a `child`
   that talks to the grader over that socket; reply `{"pid": ...}`;
 * `{"op": "reap", "pid": p}`: how child p ended (waits up to a second);
-* `{"op": "reset"}`: kill every process of the jail but this one, empty the
-  scratch directory; reply `{"done": true}` once nothing is left;
+* `{"op": "reset"}`: kill every process of the jail but this one, remove the IPC objects
+  (System V, POSIX queues) they left, empty the scratch directory; reply `{"done": true}` once
+  nothing is left;
 * `{"op": "kernel", "argv": [...], "warm": [module, ...]}`: import the `warm` modules (the
   notebook's lazy imports) once, then fork the learner's notebook kernel (nbgrader's feedback
   run: `notebook_kernel.forked`, ipykernel with a grading child's limits) on the connection
@@ -18,7 +19,11 @@ socket FD (one JSON message per datagram):
   `{"op": "reap", "pid": p, "wait": 0}` polls without waiting.
 
 The server never receives learner code (the child does, over its own
-socket), so no child inherits another learner's cells in its memory.
+socket), so no child inherits another learner's cells in its memory. In the jail each child (a
+grading child, a notebook kernel) starts in a user namespace and a session keyring of its own
+(`_own_namespaces`, `_own_keyrings`): the keys a learner leaves (in @u, @us, @s, the persistent
+keyring) go with the learner's last process, and no other learner can reach them meanwhile; the
+IPC objects a learner leaves (System V, POSIX message queues) the reset removes.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import gc
 import importlib
 import json
 import os
+import resource
 import select
 import shutil
 import signal
@@ -132,6 +138,7 @@ def _reset() -> None:
             break
         time.sleep(0.005)
     _remove_ipc()
+    _remove_queues()
     if SCRATCH:
         _empty(SCRATCH)
         if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
@@ -157,6 +164,25 @@ def _remove_ipc() -> None:
             continue
         for ipc_id in ids:
             remove(ipc_id)
+
+
+MQUEUE = "/dev/mqueue"
+
+
+def _remove_queues() -> None:
+    """Remove every POSIX message queue of the jail's IPC namespace (its mqueue file system is
+    mounted at MQUEUE by jailer.bwrap_command): a queue, like a System V object, outlives the
+    processes that made it, with the messages in it. The queues are the jail uid's, as is the
+    server: no permission is needed but ours."""
+    try:
+        names = os.listdir(MQUEUE)
+    except OSError:
+        return
+    for name in names:
+        try:
+            os.unlink(os.path.join(MQUEUE, name))
+        except OSError:
+            pass
 
 
 def _same_uid(pid: int) -> bool:
@@ -222,34 +248,126 @@ def _not_dumpable() -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE, 0) failed")
 
 
-def _first_to_go() -> None:
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_PRCTL, _UNSHARE, _SYSCALL = _LIBC.prctl, _LIBC.unshare, _LIBC.syscall
+"""Looked up once, in the server: each object a new child first touches costs it a copy."""
+_SYSCALL.restype = ctypes.c_long
+_ID_MAPS = tuple((f"/proc/self/{name}", line.encode()) for name, line in (
+    ("setgroups", "deny"), ("uid_map", f"{os.getuid()} {os.getuid()} 1"),
+    ("gid_map", f"{os.getgid()} {os.getgid()} 1")))
+"""The maps that map the jail's uid and gid (the server's, the child's) to themselves."""
+
+
+def _first_to_go(processes: int | None) -> bool:
     """Offer this new process first to the OOM killer (the jail's cgroup full: a learner's
-    process goes, not the server that forks the next learner's). Raising one's own score needs
-    no privilege, but the file is root's while the process is not dumpable: it is made dumpable
-    for the write, before any learner code runs here (and after the reset that killed every
-    other learner process, so nothing can trace it meanwhile)."""
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    process goes, not the server that forks the next learner's), and give it a user namespace
+    of its own (`_own_namespaces`); whether it has one. Raising one's own score needs no privilege,
+    and writing one's own uid map none beyond the new namespace's, but the files are root's while
+    the process is not dumpable: it is made dumpable for the writes, before any learner code runs
+    here (and after the reset that killed every other learner process, so nothing can trace it
+    meanwhile)."""
+    prctl = _PRCTL
     try:
         prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
-        with open("/proc/self/oom_score_adj", "w") as adj:
-            adj.write("1000")
-    except OSError:
-        pass
+        try:
+            with open("/proc/self/oom_score_adj", "w") as adj:
+                adj.write("1000")
+        except OSError:
+            pass
+        return _own_namespaces(processes)
     finally:
         if prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
             os._exit(3)
 
 
-def _fork(control: socket.socket, jailed: bool, run) -> int:
-    """Fork a process, in a session of its own, that runs `run()` and never comes back to the
-    server's loop; return its pid."""
+CLONE_NEWUSER = 0x10000000
+NAMESPACES = os.environ.get("AUTOGRADER_CHILD_NAMESPACES", "1") != "0"
+"""Whether children get a user namespace of their own (AUTOGRADER_CHILD_NAMESPACES=0 in the
+grader's environment: not, as where the host forbids them; then `_own_keyrings` shuts the uid's
+keyrings instead)."""
+
+
+def _own_namespaces(processes: int | None) -> bool:
+    """Move this new process into a user namespace of its own (no privilege needed: an
+    unprivileged process may, where the host lets it), its uid and gid mapped to themselves (the
+    learner sees the jail's uid, and the files, queues and segments it makes are the jail uid's,
+    as before). The uid's keyrings (@u, @us, the persistent keyring) are then the namespace's own:
+    the kernel drops them and their keys when the learner's last process goes (at the latest at
+    the reset), and no other learner can name them (/proc/keys is hidden: jailer.HIDDEN).
+    Capabilities in the new namespace reach nothing outside it: not the server (its memory's
+    namespace is the jail's), nor a file, a limit, the jail's IPC objects (which stay in the
+    jail's IPC namespace: the reset removes them at once, their memory with them; a namespace's
+    would go only once the kernel frees it, after the next learner has started) or another
+    learner's process.
+
+    The child's limit on processes (`processes`, as child.bound sets it) is set first: a
+    namespace keeps its creator's limit as the bound on the uid's processes in the whole jail,
+    which is what the limit meant before. False where the host refuses namespaces."""
+    if not NAMESPACES:
+        return False
+    if processes:
+        try:
+            _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+            resource.setrlimit(resource.RLIMIT_NPROC, (min(processes, hard), hard))
+        except (OSError, ValueError):
+            pass
+    if _UNSHARE(CLONE_NEWUSER) != 0:
+        return False
+    try:
+        for name, line in _ID_MAPS:
+            fd = os.open(name, os.O_WRONLY)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+    except OSError:
+        pass  # still alone, though seen as the overflow uid
+    return True
+
+
+SYS_KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "s390x": 280}.get(os.uname().machine)
+KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_SETPERM, KEYCTL_CLEAR, KEYCTL_GET_PERSISTENT = 1, 5, 7, 22
+KEY_SPEC_SESSION_KEYRING, KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING = -3, -4, -5
+_own_session = False
+"""Whether the server joined a session keyring of its own (`main`), which a child may shut."""
+
+
+def _keyctl(*args: int | None) -> int:
+    """keyctl(2) (no keyutils library in the jail); -1 where it fails or is unknown here."""
+    if SYS_KEYCTL is None:
+        return -1
+    return _SYSCALL(SYS_KEYCTL, *[ctypes.c_long(a) if a is not None else None for a in args])
+
+
+def _own_keyrings(alone: bool) -> None:
+    """Give this new process a new, empty session keyring (@s): the server's, which every child
+    would inherit, is no learner's to fill or read. If that fails (the uid's key quota full) the
+    inherited one, if it is the server's own (`main`: never the grader's), is shut for good: no
+    permission left to anyone.
+    Without a user namespace of its own (`alone` False) the uid's keyrings are the jail's, shared by
+    every learner: before any learner code, @u and @us are shut (the first child shuts them for
+    every later one) and the persistent keyring, whose permissions no one may change, emptied."""
+    if _keyctl(KEYCTL_JOIN_SESSION_KEYRING, None) < 0 and _own_session:
+        _keyctl(KEYCTL_SETPERM, KEY_SPEC_SESSION_KEYRING, 0)
+    if not alone:
+        for ring in (KEY_SPEC_USER_KEYRING, KEY_SPEC_USER_SESSION_KEYRING):
+            _keyctl(KEYCTL_SETPERM, ring, 0)
+        persistent = _keyctl(KEYCTL_GET_PERSISTENT, -1, KEY_SPEC_SESSION_KEYRING)
+        if persistent > 0:
+            _keyctl(KEYCTL_CLEAR, persistent)
+
+
+def _fork(control: socket.socket, jailed: bool, run, processes: int | None = None) -> int:
+    """Fork a process, in a session of its own (in the jail: a user namespace and keyrings of its
+    own too), that runs `run()` and never comes back to the server's loop; return its pid.
+    `processes`: the limit on processes `run` sets (see `_own_namespaces`)."""
     server = os.getpid()
     pid = os.fork()
     if pid == 0:
         control.close()
         os.setsid()
         if jailed:
-            _first_to_go()
+            _own_keyrings(_first_to_go(processes))
         if not jailed:  # in the jail, the PID namespace ends with the server
             _die_with(server)
         try:
@@ -260,11 +378,15 @@ def _fork(control: socket.socket, jailed: bool, run) -> int:
 
 
 def main(fd: int) -> None:
+    global _own_session
     control = socket.socket(fileno=fd)
     jailed = bool(SCRATCH)
     if jailed:
         _not_dumpable()
         _become_subreaper()
+        # A session keyring of the server's own, not the grader's (which the jail inherited):
+        # the one a child keeps if it cannot have one of its own (`_own_keyrings`).
+        _own_session = _keyctl(KEYCTL_JOIN_SESSION_KEYRING, None) >= 0
     while True:
         try:
             message, fds, _, _ = socket.recv_fds(control, 1 << 16, 1)
@@ -276,7 +398,9 @@ def main(fd: int) -> None:
         op = request.get("op")
         if op == "spawn":
             _import(request.get("warm", []))
-            pid = _fork(control, jailed, lambda: child.main(fds[0], request["limits"]))
+            limits = request["limits"]
+            pid = _fork(control, jailed, lambda: child.main(fds[0], limits),
+                        limits.get("processes") if isinstance(limits, dict) else None)
             for f in fds:
                 os.close(f)
             reply = {"pid": pid}
@@ -284,7 +408,8 @@ def main(fd: int) -> None:
             from autograder.jail import notebook_kernel
             _import(notebook_kernel.WARM + tuple(request.get("warm", [])))
             argv = [str(a) for a in request.get("argv", [])]
-            reply = {"pid": _fork(control, jailed, lambda: notebook_kernel.forked(argv))}
+            reply = {"pid": _fork(control, jailed, lambda: notebook_kernel.forked(argv),
+                                  notebook_kernel.PROCESSES)}
         elif op == "signal":
             try:
                 os.kill(int(request["pid"]), int(request["signum"]))
