@@ -61,6 +61,9 @@ BUILTINS = frozenset("""
     OverflowError RuntimeError StopIteration TypeError ValueError ZeroDivisionError
 """.split())
 """Builtins any answer may use."""
+EXCEPTIONS = frozenset(name for name, value in vars(__import__("builtins")).items()
+                       if isinstance(value, type) and issubclass(value, Exception))
+"""Python's exception classes (and warning categories): values to raise and catch, nothing more."""
 CLASS_BUILTINS = frozenset({"staticmethod", "classmethod", "super"})
 """Builtins of class definitions, where the exercise is a class."""
 REFLECTION = {
@@ -464,7 +467,7 @@ class _Checker:
             return
         definitions = [d for d in self.program.binds.get(name, [])]
         if not definitions:
-            if name in BUILTINS or (self.rules.classes and name in CLASS_BUILTINS):
+            if name in BUILTINS or name in EXCEPTIONS or (self.rules.classes and name in CLASS_BUILTINS):
                 return
             stars = [d for d in self.program.stars if self.labels[d.cell] != SETUP]
             if stars:

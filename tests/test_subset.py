@@ -59,6 +59,30 @@ def test_a_helper_in_an_added_cell_is_read_transitively():
     assert found == [".mm (a cell you added, line 2)"]
 
 
+@pytest.mark.parametrize("answer, construct", [
+    # issue 36: refused by capability
+    ("def matmul(A, B):\n    match A:\n        case torch.Tensor(mm=f):\n            return f(B)", ".mm"),
+    ("def matmul(A, B):\n    return getattr(A, 'm' + 'm')(B)", "getattr"),
+    ("def matmul(A, B):\n    return type(A).mm(A, B)", "type"),
+    ("def matmul(A, B):\n    return A.__class__.__dict__", ".__dict__"),
+    ("def matmul(A, B):\n    return hasattr(A, '__class__')", ".__class__"),
+    ("def matmul(A, B):\n    return " + " + ".join(["A"] * 2500), "a statement nested more than 200 levels deep"),
+])
+def test_reaching_by_name_or_type_is_refused(answer, construct):
+    found = refused(answer)
+    assert any(f.startswith(construct + " ") for f in found), found
+
+
+def test_a_class_exercise_may_not_reach_autograds_graph():
+    answer = ("class LinearFunction(torch.autograd.Function):\n    @staticmethod\n"
+              "    def forward(ctx, x, W, b=None):\n        with torch.enable_grad():\n"
+              "            out = F.linear(x.detach().requires_grad_(), W, b)\n"
+              "        ctx.node = out.grad_fn\n        return out.detach()\n\n"
+              "    @staticmethod\n    def backward(ctx, g):\n        return ctx.node(g)")
+    found = refused(answer, "LinearFunction", "07_custom_autograd")
+    assert {f.split(" (")[0] for f in found} >= {".enable_grad", ".grad_fn"}, found
+
+
 def test_a_form_feed_does_not_shift_the_line_quoted():
     found = refused("# a comment \x0c with a form feed\n\ndef matmul(A, B):\n    return A.mm(B)\n")
     assert found == [".mm (cell matmul, line 4)"]
@@ -90,6 +114,30 @@ def test_a_form_feed_does_not_shift_the_line_quoted():
      "        print(x.numpy().shape)\n        return F.linear(x, W, b)\n\n    @staticmethod\n"
      "    def backward(ctx, g):\n        x, W = ctx.saved_tensors\n        need = ctx.needs_input_grad\n"
      "        return (g @ W if need[0] else None, g.T @ ctx.x if need[1] else None, g.sum(0))", ""),
+    # issue 36: admitted by capability
+    ("relu", "02_activation_functions",
+     "import numpy as np\n\ndef relu(z):\n    try:\n        out = z.clone()\n"
+     "    except AttributeError as error:\n        raise TypeError(type(z).__name__) from error\n"
+     "    out[out < 0] = 0\n    return out\n\nprint(relu(torch.tensor([-1.0, 2.0])))", ""),
+    ("matmul", "01_linear_algebra",
+     "from __future__ import annotations\nfrom typing import Optional\n\n"
+     "def matmul(A: torch.Tensor, B: torch.Tensor) -> Optional[torch.Tensor]:\n"
+     "    match A.shape, B.shape:\n        case (n, k), (k2, m) if k == k2:\n"
+     "            return sum(A[:, t, None] * B[None, t, :] for t in range(k))\n"
+     "        case torch.Size([_, _]), other:\n            raise ValueError(f'{other}')\n"
+     "    raise ValueError(type(A).__name__)", ""),
+    ("relu_derivative", "02_activation_functions",
+     "def relu_derivative(z):\n    assert type(z) is torch.Tensor and hasattr(z, 'dtype')\n"
+     "    return (z > 0).type(z.dtype)", "SIZES = [2 ** i for i in range(3)]\n"),
+    ("sgd_step", "05_gradient_descent",
+     "def sgd_step(params, lr):\n    for p in params:\n        if (g := getattr(p, 'grad', None)) is not None:\n"
+     "            with torch.no_grad():\n                p -= lr * g", ""),
+    ("LinearFunction", "07_custom_autograd",
+     "from torch.autograd.function import once_differentiable\n\n"
+     "class LinearFunction(torch.autograd.Function):\n    @staticmethod\n"
+     "    def forward(ctx, x, W, b=None):\n        ctx.save_for_backward(x, W)\n        return F.linear(x, W, b)\n\n"
+     "    @staticmethod\n    @once_differentiable\n    def backward(ctx, g):\n        x, W = ctx.saved_tensors\n"
+     "        return g @ W, g.T @ x, g.sum(0)", ""),
 ])
 def test_honest_variants_are_inside_their_subset(function, assignment, answer, added):
     assert refused(answer, function, assignment, added) == []
