@@ -1,0 +1,1 @@
+"""Which answers were shared: a similarity report of a class's answers (placeholder)."""

@@ -1,0 +1,313 @@
+"""Which answers to one exercise are alike: copydetect's winnowing, one class at a time.
+
+copydetect (MOSS's winnowing, Schleimer, Wilkerson and Aiken 2003) tokenizes each answer with
+Pygments, replaces every name by one letter (so renaming hides nothing), drops comments and
+layout, hashes every run of K characters of what is left and keeps the fingerprints winnowing
+selects. Two answers share code where they share fingerprints; copydetect maps the shared runs
+back onto each answer's text (the regions the page marks) and gives, for each answer, the share
+of its fingerprinted code that is shared.
+
+Not counted as shared: every run of the release notebook's answer cell (the signature, the
+docstring, `raise NotImplementedError()`), and every run that more than COMMON of the class's
+answers hold (code every answer must contain: the checks the exercise asks for, the one obvious
+line). Runs the worked solution also holds count at SOLUTION_WEIGHT in the weight that orders the
+pairs, so that the same unusual code (a shared mistake) ranks above the same expected code.
+
+Comparing every pair of 300 answers is 44,850 calls per exercise; instead the fingerprints of all
+answers go in one answers x fingerprints matrix, whose product with itself counts the shared
+fingerprints of every pair at once, and copydetect compares only the pairs that share at least
+CANDIDATE of the smaller answer's fingerprints.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import zlib
+from dataclasses import dataclass, field
+
+import numpy as np
+from copydetect import CodeFingerprint, compare_files
+from copydetect.utils import get_token_coverage, winnow
+from pygments import token
+
+from autograder.similarity.answers import Answer
+
+K = 10
+"""Tokens in one fingerprinted run (copydetect's noise threshold, in characters of the filtered
+code, which here has one character per token)."""
+K_TEXT = 25
+"""Characters in one fingerprinted run of a written answer."""
+WINDOW = 4
+"""Winnowing window: every shared run of K + WINDOW - 1 tokens is found."""
+THRESHOLD = 0.5
+"""Similarity from which a pair is reported (the share of the shorter answer that is shared)."""
+CANDIDATE = 0.3
+"""Share of the smaller answer's fingerprints two answers must share to be compared closely."""
+COMMON = 0.7
+"""A run that more than this share of the class's answers hold is what every answer contains."""
+COMMON_MIN = 4
+"""... and at least this many answers (in a small class, two learners are not "every answer")."""
+SOLUTION_WEIGHT = 0.5
+"""Weight, in the order of the pairs, of shared code that the worked solution also holds."""
+
+@dataclass
+class Print:
+    """One answer's fingerprints."""
+
+    answer: Answer
+    fingerprint: CodeFingerprint
+
+
+@dataclass
+class Pair:
+    """Two answers to one exercise that are alike."""
+
+    a: Answer
+    b: Answer
+    similarity: float
+    """The share of the shorter answer's fingerprinted code that the other also holds."""
+    weight: float
+    """`similarity`, with the code the worked solution also holds counted at SOLUTION_WEIGHT: what
+    orders the pairs."""
+    slices_a: list = field(default_factory=list)
+    """(start, end) character ranges of a.text that b also holds."""
+    slices_b: list = field(default_factory=list)
+    expected: float = 0.0
+    """Share of the shared fingerprints that the worked solution also holds."""
+
+
+@dataclass
+class Group:
+    """Every answer to one exercise (graded function or written answer) in the class."""
+
+    assignment: str
+    item: str
+    kind: str
+    answers: list[Answer]
+    short: list[Answer]
+    """Answers too short to tell apart (listed, never compared)."""
+    pairs: list[Pair] = field(default_factory=list)
+    """Pairs at or above the threshold, the highest weight first."""
+    clusters: list[list[str]] = field(default_factory=list)
+    """Learners linked by reported pairs, when more than two are."""
+    common: int = 0
+    """Fingerprints left out as what every answer contains."""
+
+
+def normal_text(text: str) -> str:
+    """A written answer as compared: lower case, each run of white space one space."""
+    return " ".join(text.lower().split())
+
+
+def bound_names(text: str) -> set[str]:
+    """The names the code itself binds (parameters, variables, loop targets, its own functions
+    and classes): the learner chose them, so a copy may rename them."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            out.add(node.id)
+        elif isinstance(node, ast.arg):
+            out.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            out.update(node.names)
+    return out
+
+
+_LEXER = None
+
+
+def _symbol(text: str) -> str:
+    """One character standing for a token (the same in every process)."""
+    return chr(0xE000 + zlib.crc32(text.encode("utf-8", "replace")) % 6000)
+
+
+def filter_code(text: str) -> tuple[str, np.ndarray]:
+    """Python code as one character per token, in copydetect's format (the filtered text, and the
+    offsets that map it back onto `text`): a name the code binds is "V" (renaming hides nothing),
+    a string "S"; every other token (keywords, operators, numbers, attribute names, the names of
+    modules and functions the code uses but does not define) its own character; comments and
+    layout nothing. copydetect's own filter spells keywords out and makes every name, `.sum` and
+    `torch` too, one "V", which makes independent answers of the same shape alike."""
+    global _LEXER
+    if _LEXER is None:
+        from pygments.lexers import PythonLexer
+        _LEXER = PythonLexer()
+    bound = bound_names(text)
+    out: list[str] = []
+    offsets = [[0, 0]]
+    offset = 0
+    previous = ""
+    in_string = False
+    for kind, value in _LEXER.get_tokens(text):
+        if kind in token.Text or kind in token.Comment:
+            offsets.append([len(out) - 1, offset])
+            offset += len(value)
+            continue
+        if kind in token.Literal.String:
+            if in_string:  # one "S" for all of a string's parts
+                offsets.append([len(out) - 1, offset])
+                offset += len(value)
+                continue
+            symbol, in_string = "S", True
+        else:
+            in_string = False
+            if kind in token.Name and previous != "." and value in bound:
+                symbol = "V"
+            else:
+                symbol = _symbol(value)
+        out.append(symbol)
+        offsets.append([len(out) - 1, offset])
+        offset += len(value) - 1
+        previous = value
+    return "".join(out), np.array(offsets)
+
+
+def kgram_hashes(text: str, k: int) -> np.ndarray:
+    """The hash of every run of k characters of `text`, the same in every process (copydetect's
+    own uses Python's `hash`, which changes with each interpreter start, and so would the
+    fingerprints winnowing keeps and the similarities)."""
+    if len(text) < k:
+        return np.zeros(0, dtype=np.int64)
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32).astype(np.uint64)
+    hashes = np.zeros(len(codes) - k + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(k):
+            hashes = hashes * np.uint64(1_000_003) + codes[j:len(codes) - k + 1 + j]
+    return hashes.view(np.int64)
+
+
+class Fingerprint(CodeFingerprint):
+    """copydetect's CodeFingerprint of a text already filtered (`filter_code`), with
+    `kgram_hashes`; copydetect's winnowing picks the fingerprints."""
+
+    def __init__(self, raw: str, filtered: str, offsets: np.ndarray, k: int, window: int):
+        hashes, idx = winnow(kgram_hashes(filtered, k), window, remove_duplicates=False)
+        hash_idx: dict[int, list[int]] = {}
+        for h, i in zip(hashes.tolist(), idx.tolist()):
+            hash_idx.setdefault(h, []).append(i)
+        self.filename = "answer"
+        self.raw_code, self.filtered_code, self.offsets = raw, filtered, offsets
+        self.hashes, self.hash_idx, self.k = set(hash_idx), hash_idx, k
+        self.token_coverage = get_token_coverage(hash_idx, k, len(filtered))
+
+
+def fingerprint(text: str, kind: str) -> Fingerprint:
+    """The fingerprints of one answer (code: one character per token, `filter_code`; a written
+    answer: its characters, `normal_text`)."""
+    if kind != "code":
+        return Fingerprint(text, text, np.array([]), K_TEXT, WINDOW)
+    filtered, offsets = filter_code(text)
+    return Fingerprint(text, filtered, offsets, K, WINDOW)
+
+
+def all_runs(text: str, kind: str) -> set:
+    """Every run's hash (no winnowing): what may not count as shared (the release's stub)."""
+    filtered = filter_code(text)[0] if kind == "code" else text
+    return set(kgram_hashes(filtered, K if kind == "code" else K_TEXT).tolist())
+
+
+def _remove(fp: CodeFingerprint, hashes: set) -> None:
+    gone = fp.hashes & hashes
+    if gone:
+        fp.hashes = fp.hashes - gone
+        for h in gone:
+            fp.hash_idx.pop(h, None)
+        fp.token_coverage = get_token_coverage(fp.hash_idx, fp.k, len(fp.filtered_code))
+
+
+def compare_group(group: Group, stub: str = "", solution: str = "",
+                  threshold: float = THRESHOLD) -> Group:
+    """Fill `group.pairs` and `group.clusters` from its answers."""
+    kind = group.kind
+    prints = [Print(a, fingerprint(a.text if kind == "code" else normal_text(a.text), kind))
+              for a in group.answers]
+    boiler = all_runs(stub if kind == "code" else normal_text(stub), kind)
+    expected = all_runs(solution if kind == "code" else normal_text(solution), kind)
+    for p in prints:
+        _remove(p.fingerprint, boiler)
+    n = len(prints)
+    if n < 2:
+        return group
+    # the matrix: answers x fingerprints (1 where the answer holds it)
+    index: dict[int, int] = {}
+    rows, cols = [], []
+    for i, p in enumerate(prints):
+        for h in p.fingerprint.hashes:
+            rows.append(i)
+            cols.append(index.setdefault(h, len(index)))
+    matrix = np.zeros((n, max(1, len(index))), dtype=np.float32)
+    matrix[rows, cols] = 1
+    held = matrix.sum(axis=0)
+    common_cols = np.nonzero(held > max(COMMON * n, COMMON_MIN - 0.5))[0]
+    if len(common_cols):
+        hashes = list(index)
+        common = {hashes[c] for c in common_cols}
+        group.common = len(common)
+        for p in prints:
+            _remove(p.fingerprint, common)
+        matrix[:, common_cols] = 0
+    sizes = matrix.sum(axis=1)
+    shared = matrix @ matrix.T
+    smaller = np.minimum.outer(sizes, sizes)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(smaller > 0, shared / np.maximum(smaller, 1), 0)
+    candidates = np.argwhere(np.triu(share >= CANDIDATE, k=1))
+    pairs = []
+    for i, j in candidates:
+        pair = compare(prints[i], prints[j], expected)
+        if pair is not None and pair.similarity >= threshold:
+            pairs.append(pair)
+    pairs.sort(key=lambda p: (-p.weight, -p.similarity, p.a.student, p.b.student))
+    group.pairs = pairs
+    group.clusters = clusters(pairs)
+    return group
+
+
+def compare(x: Print, y: Print, expected: set = frozenset()) -> Pair | None:
+    """copydetect's comparison of two answers, as a Pair (None if they share nothing)."""
+    fx, fy = x.fingerprint, y.fingerprint
+    if not fx.hashes or not fy.hashes:
+        return None
+    overlap, (sx, sy), (slices_x, slices_y) = compare_files(fx, fy)
+    if not overlap:
+        return None
+    similarity = float(max(sx, sy))
+    both = fx.hashes & fy.hashes
+    solution = len(both & expected) / len(both) if both else 0.0
+    weight = similarity * (1 - (1 - SOLUTION_WEIGHT) * solution)
+    return Pair(x.answer, y.answer, min(similarity, 1.0), min(weight, 1.0),
+                _ranges(slices_x), _ranges(slices_y), solution)
+
+
+def _ranges(slices) -> list[tuple[int, int]]:
+    if len(slices) == 0 or len(slices[0]) == 0:
+        return []
+    return [(int(s), int(e)) for s, e in zip(slices[0], slices[1])]
+
+
+def clusters(pairs: list[Pair]) -> list[list[str]]:
+    """Learners linked by the pairs (connected components), those of more than two learners."""
+    parent: dict[str, str] = {}
+
+    def find(s):
+        parent.setdefault(s, s)
+        while parent[s] != s:
+            parent[s] = parent[parent[s]]
+            s = parent[s]
+        return s
+
+    for p in pairs:
+        parent[find(p.a.student)] = find(p.b.student)
+    members: dict[str, list[str]] = {}
+    for s in parent:
+        members.setdefault(find(s), []).append(s)
+    return sorted((sorted(m) for m in members.values() if len(m) > 2), key=lambda m: (-len(m), m))

@@ -1,0 +1,198 @@
+"""How well `python -m autograder similarity` tells copies from independent answers, and how fast.
+
+The test set is this pack's own material: the correct answers of bench/variants/*.py (written
+independently, from the release notebooks alone, in several styles each), the sample answers of
+samples/*.toml (mostly wrong: the mistakes the hidden tests name) and the worked solution. Every
+answer of at least MIN_TOKENS tokens gets a disguised copy (bench/disguise.py: identifiers renamed,
+comments and blank lines changed, independent statements swapped, a loop turned into a
+comprehension or back, one-line helpers inlined), and the class of each exercise is all of them:
+
+* recall: the share of disguised copies reported with their original (similarity >= threshold);
+* false positives: the share of independent pairs reported (two variants, or a variant and a
+  sample: different authors; two samples are not independent, one author edited one solution);
+* too short: answers under MIN_TOKENS are listed as such and never compared;
+* speed: `python -m autograder similarity` end to end (notebooks read, compared, page written) on a
+  class of --learners learners x 7 notebooks made from the same material (a tenth of them handing
+  in a disguised copy of another's notebook), on the cores this machine has.
+
+    .venv/bin/python bench/similarity.py                 # all three figures
+    .venv/bin/python bench/similarity.py --no-speed      # recall and false positives only
+    .venv/bin/python bench/similarity.py --threshold 0.5 # another threshold
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import random
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from disguise import disguise  # noqa: E402
+
+from autograder.course import ASSIGNMENTS  # noqa: E402
+from autograder.samples import load_scenarios  # noqa: E402
+from autograder.similarity import compare  # noqa: E402
+from autograder.similarity.answers import MIN_TOKENS, code_answer, release  # noqa: E402
+
+VARIANT_FILES = sorted((ROOT / "bench" / "variants").glob("*.py"))
+
+
+def variants() -> list[dict]:
+    out = []
+    for path in VARIANT_FILES:
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        out += [dict(v, source=f"{path.stem}#{i}") for i, v in enumerate(module.VARIANTS)]
+    return out
+
+
+def samples() -> list[dict]:
+    """Each sample's answer to each function it writes (the solution's own answers left out)."""
+    out = []
+    for a in ASSIGNMENTS:
+        scenarios = load_scenarios(a)
+        full = next((s.expect for s in scenarios if s.student == "solution"), {})
+        for s in scenarios:
+            for item, code in s.code.items():
+                wrong = s.expect.get(item, full.get(item)) != full.get(item)
+                out.append(dict(assignment=a, function=item, code=code,
+                                added=s.added.get(item, ""), source=f"sample {s.student}",
+                                wrong=wrong))
+    return out
+
+
+def material() -> dict[tuple[str, str], list[dict]]:
+    """(assignment, function) -> every answer of the test set, the solution among them."""
+    by = defaultdict(list)
+    for v in variants():
+        by[(v["assignment"], v["function"])].append(dict(v, kind="variant", wrong=False))
+    for s in samples():
+        by[(s["assignment"], s["function"])].append(dict(s, kind="sample"))
+    for a in ASSIGNMENTS:
+        for item, code in release(a).solution.items():
+            if item in ASSIGNMENTS[a].functions:
+                by[(a, item)].append(dict(assignment=a, function=item, code=code, added="",
+                                          source="solution", kind="solution", wrong=False))
+    return by
+
+
+def _parses(code: str) -> bool:
+    import ast
+    try:
+        ast.parse(code)
+        return True
+    except (SyntaxError, ValueError):
+        return False
+
+
+def build_class() -> list[tuple]:
+    """Per exercise: (assignment, function, answers, origin, stub, solution), the class of the
+    test set with a disguised copy of every answer long enough to tell apart."""
+    out = []
+    for (a, item), entries in sorted(material().items()):
+        rel = release(a)
+        stub, solution = rel.code.get(item, ""), rel.solution.get(item, "")
+        answers, origin = [], {}
+        for n, e in enumerate(entries):
+            if not (_parses(e["code"]) and _parses(e["added"] or "")):
+                continue
+            name = f"{e['kind']}{n:03d}"
+            ans = code_answer(name, a, item, [e["code"]], [e["added"]] if e["added"] else [], stub)
+            if not ans.too_short:
+                try:
+                    code, added, _ = disguise(e["code"], e["added"] or "", {item}, seed=n)
+                except RecursionError:  # a sample nested past Python's limit: no copy
+                    continue
+                copy = code_answer(f"copy{n:03d}", a, item, [code], [added] if added else [],
+                                   stub)
+                answers.append(copy)
+                origin[copy.student] = dict(e, kind="copy", of=name)
+            answers.append(ans)
+            origin[name] = e
+        out.append((a, item, answers, origin, stub, solution))
+    return out
+
+
+def measure(classes: list[tuple], thresholds: list[float], verbose: bool = False) -> dict:
+    """Recall and false positives of each threshold, on `build_class()`'s classes."""
+    results = {t: dict(copies=0, found=0, independent=0, reported=0, misses=[], false=[])
+               for t in thresholds}
+    short = 0
+    weights = {"wrong": [], "right": []}
+    for a, item, answers, origin, stub, solution in classes:
+        group = compare.Group(a, item, "code", [x for x in answers if not x.too_short],
+                              [x for x in answers if x.too_short])
+        short += sum(origin[x.student]["kind"] != "copy" for x in group.short)
+        compare.compare_group(group, stub, solution, threshold=0.0)
+        scores = {(p.a.student, p.b.student): p for p in group.pairs}
+        scores.update({(p.b.student, p.a.student): p for p in group.pairs})
+        originals = [x for x in answers if origin[x.student]["kind"] != "copy"
+                     and f"copy{x.student[-3:]}" in origin]
+        for x in originals:
+            p = scores.get((x.student, f"copy{x.student[-3:]}"))
+            value = p.similarity if p else 0.0
+            for t, r in results.items():
+                r["copies"] += 1
+                if value >= t:
+                    r["found"] += 1
+                else:
+                    r["misses"].append((a, item, origin[x.student]["source"], value))
+            if p is not None:
+                weights["wrong" if origin[x.student]["wrong"] else "right"].append(p.weight)
+        long_ones = [x for x in group.answers if origin[x.student]["kind"] != "copy"]
+        for i, x in enumerate(long_ones):
+            for y in long_ones[i + 1:]:
+                kinds = {origin[x.student]["kind"], origin[y.student]["kind"]}
+                if kinds <= {"sample", "solution"}:
+                    continue  # one author: the samples are edits of the solution
+                p = scores.get((x.student, y.student))
+                value = p.similarity if p else 0.0
+                for t, r in results.items():
+                    r["independent"] += 1
+                    if value >= t:
+                        r["reported"] += 1
+                        r["false"].append((a, item, origin[x.student]["source"],
+                                           origin[y.student]["source"], value))
+    for r in results.values():
+        r["short"], r["weights"] = short, weights
+    if verbose:
+        r = results[thresholds[0]]
+        for m in r["misses"]:
+            print("missed copy:", *m)
+        for f in sorted(r["false"], key=lambda f: -f[-1]):
+            print("independent pair reported:", *f)
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threshold", type=float, default=compare.THRESHOLD)
+    parser.add_argument("--no-speed", action="store_true")
+    parser.add_argument("--learners", type=int, default=300)
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+    r = measure(build_class(), [args.threshold], args.verbose)[args.threshold]
+    print(f"threshold {args.threshold:g}")
+    print(f"recall: {r['found']} of {r['copies']} disguised copies of answers of at least "
+          f"{MIN_TOKENS} tokens reported ({r['found'] / max(1, r['copies']):.1%})")
+    print(f"false positives: {r['reported']} of {r['independent']} independent pairs reported "
+          f"({r['reported'] / max(1, r['independent']):.2%})")
+    print(f"too short: {r['short']} answers listed as too short to tell apart, never compared")
+    w = r["weights"]
+    if w["wrong"] and w["right"]:
+        print(f"weight of a copy: mean {sum(w['wrong']) / len(w['wrong']):.2f} for wrong answers, "
+              f"{sum(w['right']) / len(w['right']):.2f} for right ones")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
