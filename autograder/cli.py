@@ -55,6 +55,16 @@ def _parser() -> argparse.ArgumentParser:
     report = commands.add_parser("report", help="(instructor) an HTML class report of a batch")
     report.add_argument("dir", type=Path, help="a batch's --out DIR (<student>/<assignment>.json)")
     report.add_argument("--out", type=Path, help="write REPORT_DIR/index.html (default: DIR/report)")
+    similarity = commands.add_parser(
+        "similarity", help="(instructor) which learners handed in alike answers (an HTML page)")
+    similarity.add_argument("dir", type=Path, help="nbgrader's submitted/ or autograded/ folder")
+    similarity.add_argument("--out", type=Path, required=True, metavar="OUT",
+                            help="write OUT/index.html and OUT/pairs.csv")
+    similarity.add_argument("--threshold", type=float, metavar="SHARE",
+                            help="similarity from which a pair is reported (default 0.5)")
+    similarity.add_argument("--results", type=Path, metavar="RESULTS",
+                            help="a batch's --out folder: pairs of answers that both passed "
+                                 "their hidden tests rank below the same mistake")
     tutorial = commands.add_parser(
         "tutorial", help="(instructor) the course as one PyTorch tutorial (a sphinx-gallery script, see "
                          "docs/tutorial.md)")
@@ -87,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "report":
         from autograder.classreport import write_report
         return write_report(args.dir, args.out)
+    if args.command == "similarity":
+        from autograder.similarity.run import main as similarity
+        return similarity(args.dir, args.out, args.threshold, args.results)
     if args.command == "tutorial":
         from autograder.tutorial import TutorialError, main as tutorial
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import json
 import re
 import tokenize
 from dataclasses import dataclass
@@ -45,6 +46,9 @@ class Answer:
     tokens: int
     """Tokens (words, for text) of the learner's own lines."""
     path: str = ""
+    right: bool | None = None
+    """Whether the answer passed all its hidden tests (from the grader's results; None: not
+    known)."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -220,6 +224,16 @@ def code_answer(student: str, assignment: str, item: str, cells: list[str], adde
 
 # --- one notebook ---------------------------------------------------------------------------
 
+def _assignment(cells, folder: str):
+    """The folder's assignment when the notebook's answer cells are its (cheap), else the
+    grader's `recognise` (which parses every code cell)."""
+    known = ASSIGNMENTS.get(folder)
+    answers = {c.grade_id for c in cells if c.cell_type == "code" and c.solution and c.grade_id}
+    if known is not None and answers & set(known.functions):
+        return known
+    return recognise(cells)
+
+
 def notebook_answers(path: Path, student: str, folder: str = "",
                      root: Path = ROOT) -> tuple[list[Answer], list[Problem]]:
     """The answers of one learner's notebook, and what was left out of it (with the reason)."""
@@ -229,7 +243,7 @@ def notebook_answers(path: Path, student: str, folder: str = "",
         return [], [Problem(student, folder, "", str(error).removeprefix(f"{path}: "))]
     except OSError as error:
         return [], [Problem(student, folder, "", f"cannot be read ({error.strerror or error})")]
-    assignment = recognise(cells)
+    assignment = _assignment(cells, folder)
     if assignment is None:
         return [], [Problem(student, folder, "",
                             "not a notebook of this course (no graded function found)")]
@@ -288,3 +302,25 @@ def collect(folder: Path, root: Path = ROOT, progress=None) -> tuple[list[Answer
         if progress:
             progress(None)
     return answers, problems
+
+
+def outcomes(results: Path) -> dict[tuple[str, str, str], bool]:
+    """(student, assignment, function) -> whether all its hidden tests passed, from a batch's
+    result files (`python -m autograder grade SUBMITTED --out RESULTS`: RESULTS/<student>/
+    <assignment>.json); unreadable files are left out (the answers are then of unknown outcome)."""
+    out: dict[tuple[str, str, str], bool] = {}
+    for path in sorted(Path(results).glob("*/*.json")):
+        try:
+            tests = json.loads(path.read_bytes()).get("tests", [])
+        except (OSError, ValueError, AttributeError):
+            continue
+        for test in tests if isinstance(tests, list) else []:
+            try:
+                if not isinstance(test, dict) or not float(test.get("max_score") or 0) > 0:
+                    continue
+            except (TypeError, ValueError):
+                continue
+            function = str(test.get("name", "")).split(":", 1)[0].strip()
+            key = (path.parent.name, path.stem, function)
+            out[key] = out.get(key, True) and test.get("status") == "passed"
+    return out

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import io
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,6 +51,9 @@ COMMON_MIN = 4
 """... and at least this many answers (in a small class, two learners are not "every answer")."""
 SOLUTION_WEIGHT = 0.5
 """Weight, in the order of the pairs, of shared code that the worked solution also holds."""
+RIGHT_WEIGHT = 0.6
+"""Factor of a pair's weight when both answers passed all their hidden tests (when the grader's
+results are known): the same right answer is expected more often than the same mistake."""
 
 @dataclass
 class Print:
@@ -237,6 +241,24 @@ def compare_group(group: Group, stub: str = "", solution: str = "",
     n = len(prints)
     if n < 2:
         return group
+    # how many answers hold each run (anywhere, not only where winnowing picked it)
+    k = prints[0].fingerprint.k
+    held: Counter = Counter()
+    for p in prints:
+        held.update(set(kgram_hashes(p.fingerprint.filtered_code, k).tolist()))
+    common = {h for h, c in held.items() if c > max(COMMON * n, COMMON_MIN - 0.5)}
+    group.common = len(common)
+    for p in prints:
+        _remove(p.fingerprint, common)
+    # how much a shared fingerprint weighs: less when the solution holds it, less when more of
+    # the class holds it (1 when only the pair does, down to 0.1 toward COMMON of the class)
+    scale = np.log(max(COMMON * n, 3) / 2)
+    weights = {}
+    for p in prints:
+        for h in p.fingerprint.hashes:
+            if h not in weights:
+                rarity = min(1.0, max(0.1, 1 - np.log(max(held[h], 2) / 2) / scale))
+                weights[h] = rarity * (SOLUTION_WEIGHT if h in expected else 1.0)
     # the matrix: answers x fingerprints (1 where the answer holds it)
     index: dict[int, int] = {}
     rows, cols = [], []
@@ -246,15 +268,6 @@ def compare_group(group: Group, stub: str = "", solution: str = "",
             cols.append(index.setdefault(h, len(index)))
     matrix = np.zeros((n, max(1, len(index))), dtype=np.float32)
     matrix[rows, cols] = 1
-    held = matrix.sum(axis=0)
-    common_cols = np.nonzero(held > max(COMMON * n, COMMON_MIN - 0.5))[0]
-    if len(common_cols):
-        hashes = list(index)
-        common = {hashes[c] for c in common_cols}
-        group.common = len(common)
-        for p in prints:
-            _remove(p.fingerprint, common)
-        matrix[:, common_cols] = 0
     sizes = matrix.sum(axis=1)
     shared = matrix @ matrix.T
     smaller = np.minimum.outer(sizes, sizes)
@@ -263,7 +276,7 @@ def compare_group(group: Group, stub: str = "", solution: str = "",
     candidates = np.argwhere(np.triu(share >= CANDIDATE, k=1))
     pairs = []
     for i, j in candidates:
-        pair = compare(prints[i], prints[j], expected)
+        pair = compare(prints[i], prints[j], expected, weights)
         if pair is not None and pair.similarity >= threshold:
             pairs.append(pair)
     pairs.sort(key=lambda p: (-p.weight, -p.similarity, p.a.student, p.b.student))
@@ -272,8 +285,10 @@ def compare_group(group: Group, stub: str = "", solution: str = "",
     return group
 
 
-def compare(x: Print, y: Print, expected: set = frozenset()) -> Pair | None:
-    """copydetect's comparison of two answers, as a Pair (None if they share nothing)."""
+def compare(x: Print, y: Print, expected: set = frozenset(),
+            weights: dict | None = None) -> Pair | None:
+    """copydetect's comparison of two answers, as a Pair (None if they share nothing).
+    `weights`: fingerprint -> how much it weighs (1 when not there)."""
     fx, fy = x.fingerprint, y.fingerprint
     if not fx.hashes or not fy.hashes:
         return None
@@ -283,7 +298,12 @@ def compare(x: Print, y: Print, expected: set = frozenset()) -> Pair | None:
     similarity = float(max(sx, sy))
     both = fx.hashes & fy.hashes
     solution = len(both & expected) / len(both) if both else 0.0
-    weight = similarity * (1 - (1 - SOLUTION_WEIGHT) * solution)
+    if weights is None:
+        weight = similarity * (1 - (1 - SOLUTION_WEIGHT) * solution)
+    else:
+        weight = similarity * sum(weights.get(h, 1.0) for h in both) / len(both)
+    if x.answer.right and y.answer.right:
+        weight *= RIGHT_WEIGHT
     return Pair(x.answer, y.answer, min(similarity, 1.0), min(weight, 1.0),
                 _ranges(slices_x), _ranges(slices_y), solution)
 
