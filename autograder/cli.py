@@ -61,7 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     similarity.add_argument("--out", type=Path, required=True, metavar="OUT",
                             help="write OUT/index.html and OUT/pairs.csv")
     similarity.add_argument("--threshold", type=float, metavar="SHARE",
-                            help="similarity from which a pair is reported (default 0.5)")
+                            help="similarity from which a pair is reported (default 0.45)")
     similarity.add_argument("--results", type=Path, metavar="RESULTS",
                             help="a batch's --out folder: pairs of answers that both passed "
                                  "their hidden tests rank below the same mistake")

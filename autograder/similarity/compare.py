@@ -41,8 +41,9 @@ K_TEXT = 25
 """Characters in one fingerprinted run of a written answer."""
 WINDOW = 4
 """Winnowing window: every shared run of K + WINDOW - 1 tokens is found."""
-THRESHOLD = 0.5
-"""Similarity from which a pair is reported (the share of the shorter answer that is shared)."""
+THRESHOLD = 0.45
+"""Similarity from which a pair is reported (bench/similarity.py measures it: every disguised copy
+is above, a few per cent of independent pairs are)."""
 CANDIDATE = 0.3
 """Share of the smaller answer's fingerprints two answers must share to be compared closely."""
 COMMON = 0.7
@@ -70,7 +71,8 @@ class Pair:
     a: Answer
     b: Answer
     similarity: float
-    """The share of the shorter answer's fingerprinted code that the other also holds."""
+    """The mean of the shares of each answer's code that the other also holds (copydetect's
+    similarity of each; the mean, so that a copy padded with as much code again still shows)."""
     weight: float
     """`similarity`, with the code the worked solution also holds counted at SOLUTION_WEIGHT: what
     orders the pairs."""
@@ -79,6 +81,8 @@ class Pair:
     slices_b: list = field(default_factory=list)
     expected: float = 0.0
     """Share of the shared fingerprints that the worked solution also holds."""
+    shares: tuple[float, float] = (0.0, 0.0)
+    """copydetect's share of each answer (a, b) that the other also holds."""
 
 
 @dataclass
@@ -295,7 +299,7 @@ def compare(x: Print, y: Print, expected: set = frozenset(),
     overlap, (sx, sy), (slices_x, slices_y) = compare_files(fx, fy)
     if not overlap:
         return None
-    similarity = float(max(sx, sy))
+    similarity = float(sx + sy) / 2
     both = fx.hashes & fy.hashes
     solution = len(both & expected) / len(both) if both else 0.0
     if weights is None:
@@ -304,8 +308,8 @@ def compare(x: Print, y: Print, expected: set = frozenset(),
         weight = similarity * sum(weights.get(h, 1.0) for h in both) / len(both)
     if x.answer.right and y.answer.right:
         weight *= RIGHT_WEIGHT
-    return Pair(x.answer, y.answer, min(similarity, 1.0), min(weight, 1.0),
-                _ranges(slices_x), _ranges(slices_y), solution)
+    return Pair(x.answer, y.answer, min(similarity, 1.0), float(min(weight, 1.0)),
+                _ranges(slices_x), _ranges(slices_y), solution, (float(sx), float(sy)))
 
 
 def _ranges(slices) -> list[tuple[int, int]]:

@@ -120,8 +120,8 @@ def render(groups: list[Group], problems, source: str, threshold: float,
              "are compared as copydetect (MOSS's winnowing) compares code: the tokens, every name "
              "the learner chose counting as the same name, comments and layout left out. The "
              "release notebook's code (signature, docstring, stub) never counts as shared, nor "
-             "does code most of the class's answers hold. <i>Similarity</i> is the share of the "
-             "shorter answer that the other also holds; <i>weight</i> orders the pairs: code the "
+             "does code most of the class's answers hold. <i>Similarity</i> is the share of each "
+             "answer's code that the other also holds (the mean of the two); <i>weight</i> orders the pairs: code the "
              "worked solution also holds, and code other learners also hold, counts less, so the "
              "same unusual code (a shared mistake) ranks above the same expected code. Independent "
              "answers to a short exercise converge: read the code side by side and decide. Answers "
@@ -195,7 +195,7 @@ def render(groups: list[Group], problems, source: str, threshold: float,
 def csv_text(groups: list[Group]) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["learner", "learner", "assignment", "function", "similarity", "weight"])
+    writer.writerow(["learner_a", "learner_b", "assignment", "function", "similarity", "weight"])
     for g in groups:
         for p in g.pairs:
             writer.writerow([spreadsheet_cell(v) for v in
