@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import random
 import sys
 import tempfile
@@ -173,6 +174,67 @@ def measure(classes: list[tuple], thresholds: list[float], verbose: bool = False
     return results
 
 
+def write_class(root: Path, learners: int, seed: int = 0) -> int:
+    """`learners` x 7 notebooks in root/<student>/<assignment>/: the release notebook with the
+    outputs and figures of the executed worked solution (solutions/, as a learner hands in a
+    notebook that ran) and every answer cell holding an answer of the test set, half of them
+    disguised; returns the notebooks written."""
+    import json
+
+    rng = random.Random(seed)
+    by = material()
+    written = 0
+    for a, spec in ASSIGNMENTS.items():
+        path = ROOT / "release" / a / spec.notebook
+        if not path.is_file():
+            continue
+        notebook = json.loads(path.read_text())
+        executed = ROOT / "solutions" / a / spec.notebook
+        if executed.is_file():
+            outputs = {c.get("id"): c.get("outputs") for c in json.loads(executed.read_text())["cells"]
+                       if c.get("outputs")}
+            notebook["cells"] = [dict(c, outputs=outputs[c.get("id")]) if c.get("id") in outputs
+                                 else c for c in notebook["cells"]]
+        answer_cells = [i for i, c in enumerate(notebook["cells"])
+                        if c.get("metadata", {}).get("nbgrader", {}).get("solution")
+                        and c["cell_type"] == "code"]
+        pool = {item: [e for e in by.get((a, item), []) if _parses(e["code"])
+                       and _parses(e["added"] or "")] for item in spec.functions}
+        for n in range(learners):
+            cells = list(notebook["cells"])
+            for i in answer_cells:
+                item = cells[i]["metadata"]["nbgrader"]["grade_id"]
+                if not pool.get(item):
+                    continue
+                e = rng.choice(pool[item])
+                code, added = e["code"], e["added"] or ""
+                if rng.random() < 0.5:
+                    try:
+                        code, added, _ = disguise(code, added, {item}, seed=rng.randrange(10**6))
+                    except RecursionError:
+                        pass
+                cells[i] = dict(cells[i], source=code + (f"\n\n{added}" if added else ""))
+            out = root / f"learner{n:03d}" / a / spec.notebook
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(dict(notebook, cells=cells)))
+            written += 1
+    return written
+
+
+def speed(learners: int) -> tuple[int, float, str]:
+    """Notebooks, seconds and the last line of `python -m autograder similarity` on a class."""
+    import subprocess
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "submitted"
+        count = write_class(root, learners)
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "autograder", "similarity", str(root),
+                               "--out", str(Path(tmp) / "out")], cwd=ROOT, check=True,
+                              capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+    return count, seconds, done.stdout.strip().splitlines()[-1]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threshold", type=float, default=compare.THRESHOLD)
@@ -187,10 +249,10 @@ def main() -> int:
     print(f"false positives: {r['reported']} of {r['independent']} independent pairs reported "
           f"({r['reported'] / max(1, r['independent']):.2%})")
     print(f"too short: {r['short']} answers listed as too short to tell apart, never compared")
-    w = r["weights"]
-    if w["wrong"] and w["right"]:
-        print(f"weight of a copy: mean {sum(w['wrong']) / len(w['wrong']):.2f} for wrong answers, "
-              f"{sum(w['right']) / len(w['right']):.2f} for right ones")
+    if not args.no_speed:
+        count, seconds, line = speed(args.learners)
+        print(f"speed: {count} notebooks of {args.learners} learners in {seconds:.1f} s, end to "
+              f"end on {os.cpu_count()} cores ({line})")
     return 0
 
 

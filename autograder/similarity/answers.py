@@ -132,10 +132,19 @@ def own_code(text: str, stub: str) -> str:
     return "\n".join(line for line in lines if line.strip() not in given)
 
 
-def _docstrings(text: str) -> list[tuple[int, int]]:
+@functools.lru_cache(maxsize=64)
+def parsed(text: str):
+    """The syntax tree of `text`, None if it does not parse (one parse for every reader of the
+    same answer; nobody changes the tree)."""
     try:
-        tree = ast.parse(text)
+        return ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _docstrings(text: str) -> list[tuple[int, int]]:
+    tree = parsed(text)
+    if tree is None:
         return []
     out = []
     for node in ast.walk(tree):
@@ -161,13 +170,6 @@ def count_words(text: str, stub: str) -> int:
 
 # --- helpers the learner added --------------------------------------------------------------
 
-def _parse(text: str):
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-
-
 def _used(tree) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | \
         {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
@@ -187,15 +189,15 @@ def _bound(node) -> set[str]:
 def helpers(answer: str, added: list[str]) -> list[str]:
     """The top-level statements of the added cells (`added`, in notebook order) that bind a name
     the answer uses, directly or through another such statement, as source text."""
-    tree = _parse(answer)
+    tree = parsed(answer)
     if tree is None:
         return []
     statements = []
     for text in added:
-        parsed = _parse(text)
-        if parsed is None:
+        tree_added = parsed(text)
+        if tree_added is None:
             continue
-        for node in parsed.body:
+        for node in tree_added.body:
             names = _bound(node)
             if names and not isinstance(node, (ast.Import, ast.ImportFrom)):
                 statements.append((names, node, ast.get_source_segment(text, node) or ""))
@@ -279,12 +281,10 @@ def notebook_answers(path: Path, student: str, folder: str = "",
     return answers, problems
 
 
-def collect(folder: Path, root: Path = ROOT, progress=None) -> tuple[list[Answer], list[Problem]]:
-    """Every answer in a submitted/ (or nbgrader autograded/) folder, and every notebook or
-    answer left out, with the reason. `progress(n)` is called once with the number of notebooks,
-    then with None after each."""
+def notebooks(folder: Path) -> tuple[list[tuple[str, str, Path]], list[Problem]]:
+    """(student, assignment folder, notebook) of every submission in a submitted/ (or nbgrader
+    autograded/) folder, and the assignment folders that hold no notebook."""
     folder = Path(folder)
-    found = find_submissions(folder)
     problems = []
     for student_dir in sorted(p for p in folder.iterdir() if p.is_dir()
                               and not p.name.startswith(".")):
@@ -292,15 +292,18 @@ def collect(folder: Path, root: Path = ROOT, progress=None) -> tuple[list[Answer
             if not any(assignment_dir.glob("*.ipynb")):
                 problems.append(Problem(student_dir.name, assignment_dir.name, "",
                                         "no notebook (.ipynb) in the folder"))
-    if progress:
-        progress(len(found))
+    return find_submissions(folder), problems
+
+
+def collect(folder: Path, root: Path = ROOT) -> tuple[list[Answer], list[Problem]]:
+    """Every answer in a submitted/ (or nbgrader autograded/) folder, and every notebook or
+    answer left out, with the reason (in one process; the command reads in several)."""
+    found, problems = notebooks(folder)
     answers = []
     for student, assignment, path in found:
         got, lost = notebook_answers(path, student, assignment, root)
         answers += got
         problems += lost
-        if progress:
-            progress(None)
     return answers, problems
 
 

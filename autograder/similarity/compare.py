@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import io
+import tokenize
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -30,9 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from copydetect import CodeFingerprint, compare_files
 from copydetect.utils import get_token_coverage, winnow
-from pygments import token
 
-from autograder.similarity.answers import Answer
+from autograder.similarity.answers import Answer, parsed
 
 K = 10
 """Tokens in one fingerprinted run (copydetect's noise threshold, in characters of the filtered
@@ -101,6 +101,8 @@ class Group:
     """Learners linked by reported pairs, when more than two are."""
     common: int = 0
     """Fingerprints left out as what every answer contains."""
+    filtered: dict = field(default_factory=dict)
+    """student -> `filter_code` of their answer, when computed already."""
 
 
 def normal_text(text: str) -> str:
@@ -111,9 +113,8 @@ def normal_text(text: str) -> str:
 def bound_names(text: str) -> set[str]:
     """The names the code itself binds (parameters, variables, loop targets, its own functions
     and classes): the learner chose them, so a copy may rename them."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    tree = parsed(text)
+    if tree is None:
         return set()
     out = set()
     for node in ast.walk(tree):
@@ -130,7 +131,8 @@ def bound_names(text: str) -> set[str]:
     return out
 
 
-_LEXER = None
+_LAYOUT = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
+           tokenize.ENDMARKER, tokenize.ENCODING}
 
 
 def _symbol(text: str) -> str:
@@ -138,45 +140,77 @@ def _symbol(text: str) -> str:
     return chr(0xE000 + zlib.crc32(text.encode("utf-8", "replace")) % 6000)
 
 
-def filter_code(text: str) -> tuple[str, np.ndarray]:
-    """Python code as one character per token, in copydetect's format (the filtered text, and the
-    offsets that map it back onto `text`): a name the code binds is "V" (renaming hides nothing),
-    a string "S"; every other token (keywords, operators, numbers, attribute names, the names of
-    modules and functions the code uses but does not define) its own character; comments and
-    layout nothing. copydetect's own filter spells keywords out and makes every name, `.sum` and
-    `torch` too, one "V", which makes independent answers of the same shape alike."""
-    global _LEXER
-    if _LEXER is None:
-        from pygments.lexers import PythonLexer
-        _LEXER = PythonLexer()
+@dataclass(frozen=True)
+class Filtered:
+    """Code as one character per token, and where each token is in the code."""
+
+    text: str
+    starts: np.ndarray
+    """Character offset in the code where the token of each character of `text` starts."""
+    ends: np.ndarray
+
+
+def _tokens(text: str) -> list[tuple[int, str, int, int]]:
+    """(kind, string, start, end) of every token but comments and layout, start and end as
+    character offsets: Python's tokenizer, or Pygments' lexer for code it cannot read."""
+    lines = io.StringIO(text).readlines()  # as the tokenizer reads them
+    first = [0]
+    for line in lines:
+        first.append(first[-1] + len(line))
+    out = []
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(text).readline):
+            if t.type in _LAYOUT:
+                continue
+            kind = "string" if t.type == tokenize.STRING or t.type in _FSTRING else \
+                "name" if t.type == tokenize.NAME else "other"
+            out.append((kind, t.string, first[t.start[0] - 1] + t.start[1],
+                        first[t.end[0] - 1] + t.end[1]))
+        return out
+    except (tokenize.TokenError, IndentationError, SyntaxError, ValueError, IndexError):
+        pass
+    from pygments import token
+    from pygments.lexers import PythonLexer
+    out, at = [], 0
+    for kind, value in PythonLexer(stripnl=False, ensurenl=False).get_tokens(text):
+        if not (kind in token.Text or kind in token.Comment):
+            name = "string" if kind in token.Literal.String else \
+                "name" if kind in token.Name else "other"
+            out.append((name, value, at, at + len(value)))
+        at += len(value)
+    return out
+
+
+_FSTRING = {getattr(tokenize, n) for n in ("FSTRING_START", "FSTRING_MIDDLE", "FSTRING_END")
+            if hasattr(tokenize, n)}
+
+
+def filter_code(text: str) -> Filtered:
+    """Python code as one character per token: a name the code binds is "V" (renaming hides
+    nothing), a string "S"; every other token (keywords, operators, numbers, attribute names, the
+    names of modules and functions the code uses but does not define) its own character;
+    comments and layout nothing. (copydetect's own filter spells keywords out and makes every
+    name, `.sum` and `torch` too, one "V", which makes independent answers of the same shape
+    alike.)"""
     bound = bound_names(text)
-    out: list[str] = []
-    offsets = [[0, 0]]
-    offset = 0
-    previous = ""
-    in_string = False
-    for kind, value in _LEXER.get_tokens(text):
-        if kind in token.Text or kind in token.Comment:
-            offsets.append([len(out) - 1, offset])
-            offset += len(value)
-            continue
-        if kind in token.Literal.String:
-            if in_string:  # one "S" for all of a string's parts
-                offsets.append([len(out) - 1, offset])
-                offset += len(value)
+    chars, starts, ends = [], [], []
+    previous, in_string = "", False
+    for kind, value, start, end in _tokens(text):
+        if kind == "string":
+            if in_string:  # one "S" for a string's parts, and for implicitly joined strings
+                ends[-1] = end
                 continue
             symbol, in_string = "S", True
         else:
             in_string = False
-            if kind in token.Name and previous != "." and value in bound:
-                symbol = "V"
-            else:
-                symbol = _symbol(value)
-        out.append(symbol)
-        offsets.append([len(out) - 1, offset])
-        offset += len(value) - 1
+            symbol = "V" if kind == "name" and previous != "." and value in bound \
+                else _symbol(value)
+        chars.append(symbol)
+        starts.append(start)
+        ends.append(end)
         previous = value
-    return "".join(out), np.array(offsets)
+    return Filtered("".join(chars), np.array(starts, dtype=np.int64),
+                    np.array(ends, dtype=np.int64))
 
 
 def kgram_hashes(text: str, k: int) -> np.ndarray:
@@ -197,29 +231,32 @@ class Fingerprint(CodeFingerprint):
     """copydetect's CodeFingerprint of a text already filtered (`filter_code`), with
     `kgram_hashes`; copydetect's winnowing picks the fingerprints."""
 
-    def __init__(self, raw: str, filtered: str, offsets: np.ndarray, k: int, window: int):
+    def __init__(self, raw: str, filtered: str, k: int, window: int,
+                 positions: Filtered | None = None):
         hashes, idx = winnow(kgram_hashes(filtered, k), window, remove_duplicates=False)
         hash_idx: dict[int, list[int]] = {}
         for h, i in zip(hashes.tolist(), idx.tolist()):
             hash_idx.setdefault(h, []).append(i)
         self.filename = "answer"
-        self.raw_code, self.filtered_code, self.offsets = raw, filtered, offsets
+        # copydetect maps shared runs back with `offsets`; here `positions` does, exactly
+        self.raw_code, self.filtered_code, self.offsets = raw, filtered, np.array([])
+        self.positions = positions
         self.hashes, self.hash_idx, self.k = set(hash_idx), hash_idx, k
         self.token_coverage = get_token_coverage(hash_idx, k, len(filtered))
 
 
-def fingerprint(text: str, kind: str) -> Fingerprint:
-    """The fingerprints of one answer (code: one character per token, `filter_code`; a written
-    answer: its characters, `normal_text`)."""
+def fingerprint(text: str, kind: str, filtered: Filtered | None = None) -> Fingerprint:
+    """The fingerprints of one answer (code: one character per token, `filter_code`, which may
+    be given, computed elsewhere; a written answer: its characters, `normal_text`)."""
     if kind != "code":
-        return Fingerprint(text, text, np.array([]), K_TEXT, WINDOW)
-    filtered, offsets = filter_code(text)
-    return Fingerprint(text, filtered, offsets, K, WINDOW)
+        return Fingerprint(text, text, K_TEXT, WINDOW)
+    filtered = filter_code(text) if filtered is None else filtered
+    return Fingerprint(text, filtered.text, K, WINDOW, filtered)
 
 
 def all_runs(text: str, kind: str) -> set:
     """Every run's hash (no winnowing): what may not count as shared (the release's stub)."""
-    filtered = filter_code(text)[0] if kind == "code" else text
+    filtered = filter_code(text).text if kind == "code" else text
     return set(kgram_hashes(filtered, K if kind == "code" else K_TEXT).tolist())
 
 
@@ -236,7 +273,8 @@ def compare_group(group: Group, stub: str = "", solution: str = "",
                   threshold: float = THRESHOLD) -> Group:
     """Fill `group.pairs` and `group.clusters` from its answers."""
     kind = group.kind
-    prints = [Print(a, fingerprint(a.text if kind == "code" else normal_text(a.text), kind))
+    prints = [Print(a, fingerprint(a.text if kind == "code" else normal_text(a.text), kind,
+                                   group.filtered.get(a.student)))
               for a in group.answers]
     boiler = all_runs(stub if kind == "code" else normal_text(stub), kind)
     expected = all_runs(solution if kind == "code" else normal_text(solution), kind)
@@ -309,13 +347,22 @@ def compare(x: Print, y: Print, expected: set = frozenset(),
     if x.answer.right and y.answer.right:
         weight *= RIGHT_WEIGHT
     return Pair(x.answer, y.answer, min(similarity, 1.0), float(min(weight, 1.0)),
-                _ranges(slices_x), _ranges(slices_y), solution, (float(sx), float(sy)))
+                _ranges(slices_x, fx.positions), _ranges(slices_y, fy.positions), solution,
+                (float(sx), float(sy)))
 
 
-def _ranges(slices) -> list[tuple[int, int]]:
+def _ranges(slices, positions: Filtered | None) -> list[tuple[int, int]]:
+    """copydetect's slices (of the filtered text) as character ranges of the answer's text."""
     if len(slices) == 0 or len(slices[0]) == 0:
         return []
-    return [(int(s), int(e)) for s, e in zip(slices[0], slices[1])]
+    out = []
+    for start, end in zip(slices[0].tolist(), slices[1].tolist()):
+        if positions is None:
+            out.append((int(start), int(end)))
+        elif end > start and len(positions.starts):
+            last = min(int(end), len(positions.ends)) - 1
+            out.append((int(positions.starts[min(int(start), last)]), int(positions.ends[last])))
+    return out
 
 
 def clusters(pairs: list[Pair]) -> list[list[str]]:
