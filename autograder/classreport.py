@@ -463,6 +463,22 @@ def write_report(folder: Path, out: Path | None = None) -> int:
         return 2
     out = Path(out) if out is not None else folder / "report"
     page = out / "index.html"
-    write_atomic(page, render(results, str(folder)).encode("utf-8"))
+    body, end, rest = render(results, str(folder)).rpartition("</body></html>")
+    write_atomic(page, (body + similarity_section(out) + end + rest).encode("utf-8"))
     print(f"report: {page}")
     return 0
+
+
+def similarity_section(out: Path) -> str:
+    """The "Similar answers" section: a link to the similarity page (`python -m autograder
+    similarity`, autograder/similarity/) when it is in REPORT_DIR/similarity/ or beside
+    REPORT_DIR, else the command that writes it there."""
+    for link, where in (("similarity/index.html", out / "similarity"),
+                        ("../similarity/index.html", out.parent / "similarity")):
+        if (where / "index.html").is_file():
+            return ("<h2>Similar answers</h2><p>Which learners handed in alike answers, per "
+                    f"graded function: <a href='{link}'>the similarity page</a> "
+                    f"(<code>{_e(link)}</code>). Similarity is evidence to look at, not proof.</p>\n")
+    return ("<h2>Similar answers</h2><p>Not computed for this report: <code>python -m autograder "
+            "similarity submitted/ --out " + _e(out / "similarity") + "</code> writes the page "
+            "of learners whose answers are alike, linked here on the next <code>report</code>.</p>\n")

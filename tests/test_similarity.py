@@ -253,3 +253,23 @@ def test_an_answer_with_a_helper_in_an_added_cell_carries_the_helper(tmp_path):
 def test_a_missing_folder_is_an_error(tmp_path, capsys):
     assert cli(["similarity", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]) == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+def test_the_class_report_links_the_similarity_page_beside_it(tmp_path):
+    root = tmp_path / "submitted"
+    for student in ("ana", "ben"):
+        _write(root, student, {"matmul": LOOPS})
+    results = tmp_path / "results"
+    (results / "ana").mkdir(parents=True)
+    (results / "ana" / f"{A}.json").write_text(json.dumps(
+        {"score": 1, "max_score": 1, "tests": [{"name": "matmul: t", "status": "passed",
+                                                 "max_score": 1, "score": 1}]}))
+    report = tmp_path / "report"
+    assert cli(["report", str(results), "--out", str(report)]) == 0
+    page = (report / "index.html").read_text()
+    assert "<h2>Similar answers</h2>" in page and "Not computed" in page
+    assert cli(["similarity", str(root), "--out", str(report / "similarity")]) == 0
+    assert cli(["report", str(results), "--out", str(report)]) == 0
+    page = (report / "index.html").read_text()
+    assert "<a href='similarity/index.html'>" in page and page.rstrip().endswith("</html>")
+    assert "ana" in (report / "similarity" / "pairs.csv").read_text()
