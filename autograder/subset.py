@@ -336,7 +336,10 @@ def _bound(node: ast.stmt) -> set[str]:
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out.add(n.name)
             continue
-        if isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        if isinstance(n, ast.Lambda):
+            continue
+        if isinstance(n, COMPREHENSIONS):
+            out |= _walrus_targets(n)  # its own names stay in it; := binds the enclosing scope
             continue
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
             out.add(n.id)
@@ -352,6 +355,22 @@ def _bound(node: ast.stmt) -> set[str]:
     return out
 
 
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _walrus_targets(comprehension) -> set[str]:
+    """Names a comprehension's `:=` binds in the scope around it (its loop names it keeps)."""
+    out, stack = set(), [comprehension]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
+            out.add(n.target.id)
+        stack.extend(ast.iter_child_nodes(n))
+    return out
+
+
 def _captured(node) -> set[str]:
     """The name a `match` pattern binds (`case (n, k):`, `case [first, *rest]:`, `**extra`)."""
     if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
@@ -363,17 +382,18 @@ def _captured(node) -> set[str]:
 
 def _imported_module(node: ast.stmt, name: str) -> str | None:
     """The module `name` is bound to by the import statement `node` (None: not a module)."""
+    found = None  # `import math as T, torch as T`: Python keeps the last
     if isinstance(node, ast.Import):
         for a in node.names:
             if a.asname == name:
-                return a.name
-            if a.asname is None and a.name.split(".")[0] == name:
-                return name
+                found = a.name
+            elif a.asname is None and a.name.split(".")[0] == name:
+                found = name
     if isinstance(node, ast.ImportFrom) and node.module and not node.level:
         for a in node.names:
-            if (a.asname or a.name) == name and f"{node.module}.{a.name}" in MODULES:
-                return f"{node.module}.{a.name}"
-    return None
+            if (a.asname or a.name) == name:
+                found = f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES else None
+    return found
 
 
 def _locals(function) -> set[str]:
@@ -393,6 +413,9 @@ def _locals(function) -> set[str]:
             stack.extend(n.decorator_list)
             continue
         if isinstance(n, ast.Lambda):
+            continue
+        if isinstance(n, COMPREHENSIONS):
+            names |= _walrus_targets(n)  # a comprehension's loop names are its own, not the function's
             continue
         if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
             names.add(n.id)
@@ -499,9 +522,10 @@ class _Checker:
         if isinstance(node, ast.Name):
             if self.is_local(node.id):
                 return None
+            # a module only if every statement that binds the name imports that module (a name
+            # also bound by `T = torch`, a loop, a pattern or a decorator is a value)
             modules = {_imported_module(d.node, node.id) for d in self.program.binds.get(node.id, [])}
-            modules.discard(None)
-            return modules.pop() if len(modules) == 1 else None
+            return modules.pop() if len(modules) == 1 and None not in modules else None
         if isinstance(node, ast.Attribute):
             parent = self.module_of(node.value)
             if parent and f"{parent}.{node.attr}" in MODULES:
@@ -697,8 +721,22 @@ class _Checker:
         return False
 
     def visit_Name(self, node) -> None:
-        if isinstance(node.ctx, ast.Load) and not self.is_local(node.id):
+        if not isinstance(node.ctx, ast.Load):
+            return
+        if node.id in REFLECTION and not self.is_function_local(node.id) \
+                and (self.is_local(node.id) or self.program.binds.get(node.id)):
+            # bound in a class body or at a cell's top level: `del` (or a binding that did not
+            # run) leaves the name to Python's own, which a function's local never does
+            self.refuse(node, f"{node.id} (a name of Python's own, rebound: {REFLECTION[node.id]})")
+        elif not self.is_local(node.id):
             self.resolve_global(node)
+
+    def is_function_local(self, name: str) -> bool:
+        """Whether `name` is a local of the function, lambda or comprehension around this point."""
+        for kind, names in reversed(self.scopes):
+            if kind != "class" and name in names:
+                return True
+        return False
 
     def _spelled(self, module: str, name: str) -> str:
         short = {"torch.nn.functional": "F", "torch.nn": "nn"}.get(module, module)

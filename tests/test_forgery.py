@@ -414,3 +414,38 @@ def test_excluded_dispatch_keys_and_popped_function_modes_fail_the_call():
             assert reply.exception.type == "RecorderSwitchedOff", name
         reply = box.call("reduces", (A, A))
         assert reply.status == "ok" and reply.value.equal(A + A), reply
+
+
+HIJACKS = """
+import torch
+
+X = torch.eye(2)
+BOX = []
+
+
+class Evil:
+    shape = (2, 2)
+
+    def dim(self):  # the stand-in asks its argument's dim(): the library's product runs here
+        BOX.append(torch.nn.functional.linear(X, X))
+        return 2
+
+
+def linear_forward(x, W, b=None):
+    try:
+        matmul(Evil(), Evil())
+    except Exception:
+        pass
+    return BOX[-1] if BOX else x
+"""
+
+
+def test_a_stand_in_given_an_object_of_the_learners_runs_recorded():
+    """A grader's stand-in runs unrecorded only with plain arguments: an object of the learner's
+    own, whose methods the stand-in calls, runs the learner's code, recorded as theirs."""
+    from autograder.notebook import stand_ins
+    A = torch.eye(2)
+    with Sandbox([{"source": HIJACKS}]) as box:
+        reply = box.call("linear_forward", (A, A), references={"matmul": stand_ins("01_linear_algebra")["matmul"]})
+    assert reply.status == "ok", reply
+    assert any("linear" in op or op.endswith(".mm") or "addmm" in op for op in reply.used), reply.used

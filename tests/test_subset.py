@@ -73,6 +73,41 @@ def test_reaching_by_name_or_type_is_refused(answer, construct):
     assert any(f.startswith(construct + " ") for f in found), found
 
 
+ALIAS = "import math as T\n"
+VIA = "def matmul(A, B):\n    return T.matmul(A, B)"
+
+
+@pytest.mark.parametrize("answer, added", [
+    # a comprehension's loop names are its own: `exec` after it is Python's
+    ("def matmul(A, B):\n    [exec for exec in ()]\n    return exec('A.mm(B)')", ""),
+    ("def matmul(A, B):\n    (exec for exec in ())\n    return exec('A.mm(B)')", ""),
+    ("def matmul(A, B):\n    f = lambda: [exec for exec in ()]\n    def g():\n        return exec('1')\n"
+     "    return g()", ""),
+    # a name that is a module only for some of the statements that bind it is a value
+    (VIA, ALIAS + "T = torch\n"),
+    (VIA, "import math as T, torch as T\n"),
+    (VIA, ALIAS + "for T in [torch]:\n    pass\n"),
+    (VIA, ALIAS + "match torch:\n    case T:\n        pass\n"),
+    (VIA, ALIAS + "@(lambda f: torch)\ndef T():\n    pass\n"),
+    (VIA, ALIAS + "[(T := torch) for _ in range(1)]\n"),
+    ("def matmul(A, B):\n    _rebind()\n    return T.matmul(A, B)",
+     ALIAS + "def _rebind():\n    global T\n    T = torch\n"),
+    # Python's own names rebound where `del` hands them back
+    ("def matmul(A, B):\n    return run('A.mm(B)')", "exec = None\ndel exec\nrun = exec\n"),
+])
+def test_names_rebound_outside_a_function_are_read_as_what_python_runs(answer, added):
+    """Issue 36's held-out attacks: scoping and aliases read as Python reads them."""
+    assert refused(answer, added=added), (answer, added)
+
+
+def test_a_class_body_cannot_hand_back_pythons_own_names():
+    answer = ("class LinearFunction(torch.autograd.Function):\n    exec = None\n    del exec\n"
+              "    run = exec\n\n    @staticmethod\n    def forward(ctx, x, W, b=None):\n"
+              "        return x.mm(W.t())\n\n    @staticmethod\n    def backward(ctx, g):\n"
+              "        return None, None, None")
+    assert refused(answer, "LinearFunction", "07_custom_autograd")
+
+
 def test_a_class_exercise_may_not_reach_autograds_graph():
     answer = ("class LinearFunction(torch.autograd.Function):\n    @staticmethod\n"
               "    def forward(ctx, x, W, b=None):\n        with torch.enable_grad():\n"

@@ -147,9 +147,14 @@ class _Recorder:
                 self.section = saved
         return run
 
-    def trusted(self, function):
-        """`function` (grader code) runs unrecorded: its operations are not the learner's."""
+    def trusted(self, function, plain=None):
+        """`function` (grader code) runs unrecorded: its operations are not the learner's. With
+        `plain` (a stand-in the learner's code calls), only when its arguments are plain values
+        (`plain(args, kwargs)`): an object of the learner's own could run their code inside it
+        (a `.dim()`, a `__torch_function__`), which is then recorded like the rest."""
         def run(*args, **kwargs):
+            if plain is not None and not plain(args, kwargs):
+                return function(*args, **kwargs)
             me = _get_ident()
             self.paused[me] = self.paused.get(me, 0) + 1
             try:
@@ -444,6 +449,7 @@ def _caller():
     restore_builtins, elsewhere, plain = _builtins_keeper(), _ELSEWHERE, _plain
     restore_torch, hooks_off, originals = _namespace_keeper(), _hooks_keeper(), _originals()
     storage_of, numel_of, detach = torch.Tensor.untyped_storage, torch.Tensor.numel, torch.Tensor.detach
+    only_plain = _only_plain
 
     def call(namespace: dict, request: dict) -> dict:
         restore_builtins()  # the cells may have replaced some: this code relies on them
@@ -508,7 +514,8 @@ def _caller():
             scope = dict(originals)
             exec(trusted_code(source, "<grader reference>"), scope)
             # A class (an autograd.Function) stays a class; its methods run as recorded code.
-            namespace[name] = scope[name] if isinstance(scope[name], type) else recorder.trusted(scope[name])
+            namespace[name] = scope[name] if isinstance(scope[name], type) \
+                else recorder.trusted(scope[name], plain=only_plain)
         intact = False
         if elsewhere.others_alive():
             recorder.seen.add(PROCESS)
@@ -565,6 +572,25 @@ def _caller():
 
 
     return call
+
+
+_PLAIN_VALUES = (torch.Tensor, torch.nn.Parameter, int, float, bool, complex, str, type(None),
+                 torch.dtype, torch.Size, torch.device, slice)
+
+
+def _only_plain(args, kwargs, depth: int = 0) -> bool:
+    """Whether a call's arguments hold only values of exact plain types (tensors, numbers, strings,
+    dtypes; lists, tuples and dicts of them): nothing that runs code of the learner's when read."""
+    stack = [(args, 0), (kwargs, 0)]
+    while stack:
+        value, depth = stack.pop()
+        kind = type(value)
+        if kind in _PLAIN_VALUES:
+            continue
+        if depth > 20 or kind not in (list, tuple, dict):
+            return False
+        stack.extend((v, depth + 1) for v in (dict.values(value) if kind is dict else value))
+    return True
 
 
 class _NotPlain(TypeError):
