@@ -299,11 +299,20 @@ class Student:
                 "global kept between calls, a default argument such as cache={}, an attribute "
                 "set on the function). Compute everything from the arguments of each call.")
 
-    def expect_raises(self, name: str, exception: str, *args, why: str = "") -> None:
-        """Fail unless the learner's function raises `exception` (or a subclass) for these args."""
+    def expect_raises(self, name: str, exception: str, *args, why: str = "",
+                      valid: tuple | None = None) -> None:
+        """Fail unless the learner's function raises `exception` (or a subclass) for these args,
+        and, given `valid` (arguments it must accept), returns for those: a function that raises
+        whatever it is given has rejected nothing."""
         __tracebackhide__ = True
         reply = self.call(name, *args)
         if reply.status == "exception" and reply.exception.is_a(exception):
+            if valid is not None:
+                accepted = self.call(name, *valid)
+                if accepted.status == "exception" and accepted.exception.is_a(exception):
+                    fail(f"{self.signature(name, valid)} raised {exception} too, and those sizes "
+                         f"are fine: raise it only when {why or 'the inputs are wrong'}, and "
+                         f"compute the result otherwise.")
             return
         call = self.signature(name, args)
         if reply.status == "ok":

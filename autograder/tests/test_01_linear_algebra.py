@@ -94,14 +94,15 @@ def test_matmul_float64(student):
 def test_matmul_rejects_inner_mismatch(student):
     """raises ValueError when the inner sizes differ"""
     student.expect_raises("matmul", "ValueError", rand(2, 3, seed=3), rand(4, 2, seed=4),
-                          why="A has 3 columns but B has 4 rows")
+                          why="A has 3 columns but B has 4 rows",
+                          valid=(rand(2, 3, seed=3), rand(3, 2, seed=4)))
 
 
 @graded("matmul", points=1, visible=True)
 def test_matmul_rejects_non_matrix(student):
     """raises ValueError when an argument is not 2-D"""
     student.expect_raises("matmul", "ValueError", rand(3, seed=5), rand(3, 2, seed=6),
-                          why="A is 1-D")
+                          why="A is 1-D", valid=(rand(1, 3, seed=5), rand(3, 2, seed=6)))
     student.expect_raises("matmul", "ValueError", rand(2, 3, seed=7), rand(2, 3, 2, seed=8),
                           why="B is 3-D")
     # the inner sizes agree, so only the dimension check can catch these
