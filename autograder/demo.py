@@ -83,10 +83,17 @@ def demo(assignments: list[str] | None = None, jobs: int | None = None, every: b
           f"({ours_seconds / n:.2f} s per notebook)")
     print("\nFiles: gradebook.db, grades.csv (nbgrader export), autograded/, "
           "feedback_json/<student>/<assignment>.json and feedback_json/grades.csv")
-    _step("class report (python -m autograder report feedback_json --out feedback_json/report)")
-    from autograder.classreport import write_report
     import contextlib
     import io
+    _step("similar answers (python -m autograder similarity submitted --out "
+          "feedback_json/report/similarity --results feedback_json)")
+    from autograder.similarity.run import main as similarity
+    with contextlib.redirect_stdout(io.StringIO()) as said:
+        similarity(submitted, ROOT / "feedback_json" / "report" / "similarity",
+                   results=ROOT / "feedback_json")
+    print(f"  {said.getvalue().strip()}")
+    _step("class report (python -m autograder report feedback_json --out feedback_json/report)")
+    from autograder.classreport import write_report
     with contextlib.redirect_stdout(io.StringIO()):  # its own "report: PATH" line, said below
         write_report(ROOT / "feedback_json", ROOT / "feedback_json" / "report")
     print("  open it in a browser: file://"

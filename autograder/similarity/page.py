@@ -18,7 +18,9 @@ from autograder.similarity.answers import MIN_TOKENS, MIN_WORDS
 from autograder.similarity.compare import Group, Pair
 
 SHOWN_PAIRS = 60
-"""Pairs shown side by side per exercise (all are in the table and the CSV)."""
+"""Pairs shown side by side per exercise."""
+LISTED_PAIRS = 300
+"""Pairs listed in the table per exercise (all are in pairs.csv)."""
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
@@ -143,12 +145,14 @@ def render(groups: list[Group], problems, source: str, threshold: float,
         parts.append("<table><tr><th>learner</th><th>learner</th><th class='n'>similarity</th>"
                      "<th class='n'>weight</th><th class='n'>shared code the solution holds</th>"
                      "<th>hidden tests</th></tr>")
-        parts += [_pair_row(p) for p in g.pairs]
+        parts += [_pair_row(p) for p in g.pairs[:LISTED_PAIRS]]
         parts.append("</table>")
+        if len(g.pairs) > LISTED_PAIRS:
+            parts.append(f"<p class='sub'>and {len(g.pairs) - LISTED_PAIRS} more pairs, each of "
+                         "lower weight: all are in pairs.csv.</p>")
         parts += [_side_by_side(p) for p in g.pairs[:SHOWN_PAIRS]]
         if len(g.pairs) > SHOWN_PAIRS:
-            parts.append(f"<p class='sub'>The first {SHOWN_PAIRS} pairs are shown side by side; "
-                         "all are in the table and in pairs.csv.</p>")
+            parts.append(f"<p class='sub'>The first {SHOWN_PAIRS} pairs are shown side by side.</p>")
     quiet = [g for g in groups if not g.pairs]
     if quiet:
         parts.append("<h2>Exercises with no pair above the threshold</h2><ul>")
