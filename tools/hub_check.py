@@ -22,11 +22,20 @@ What it does, each step timed and checked on what the user sees:
   instructor collects, autogrades each submission and generates and releases feedback from the
   formgrader (the jailed grader running as the instructor's Unix user); the TA opens the formgrader
   and sees the graded submissions (01 has no written answer to grade by hand); the instructor
-  opens the hostile learner's submission and feedback and clicks its `javascript:` link (no dialog
-  may open); the learners fetch their feedback and read their score; `nbgrader export` (command
-  line, as the instructor: the formgrader has no export) writes the three learners' scores.
+  opens the honest learner's submission, then the hostile one's, in the formgrader, and both
+  feedbacks, and clicks the hostile cell's `javascript:` link (no dialog may open); the learners
+  fetch their feedback and open it as a learner would (Assignment List -> "(view feedback)" -> the
+  file in the file browser -> JupyterLab's HTML viewer) and read their score; `nbgrader export`
+  (command line, as the instructor: the formgrader has no export) writes the three scores.
+* the hostile learner's notebook also holds the payload corpus of tests/test_learner_markdown.py
+  (markdown cells, and a code cell showing each payload as HTML and markdown output, which the
+  autograde runs): while the instructor opens that submission and its feedback, and while that
+  learner reads the feedback, Playwright's request log must hold nothing the honest learner's same
+  pages do not also ask for (the page's own scripts and styles, the formgrader's API with the
+  submission's id): any other request, to the hub or outside, fails the step.
 
-Ends with the time of every step and one verdict line; exit status 0 only if every step passed.
+Ends with the time of every step, a line per finding (only when something is wrong: the README no
+longer matches what the hub showed) and one verdict line; exit status 0 only if every step passed.
 Whatever happens it stops the hub, the proxy and the users' servers and kernels, removes the users
 (and their homes), the group, /srv/nbgrader and /etc/jupyter/nbgrader_config.py; a leftover of an
 earlier run is removed first. KEEP=1 keeps the temporary folder (hub log, screenshots).
@@ -58,6 +67,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+from test_learner_markdown import CORPUS  # noqa: E402  (the payloads the hostile learner adds)
 
 VENV = Path(os.environ.get("HUB_VENV", ROOT / ".venv-hub")).resolve()
 MAIN_PY = Path(os.environ.get("MAIN_PYTHON", ROOT / ".venv" / "bin" / "python"))
@@ -418,6 +428,19 @@ def learner_answers(browser: Browser, hub: Hub, user: str, kind: str, course_id:
         assert "validation-failed" in kind_ and "matmul" in text and "not written yet" in text, \
             f"{user} Validate: {text}"
     wait_saved(page)
+    if kind == "hostile":
+        # the notebook saved and closed first (Validate saves it too): JupyterLab would save its
+        # own copy over the file
+        page.wait_for_timeout(2000)
+        page.evaluate("""async () => {
+            const widget = window.jupyterapp.shell.currentWidget;
+            if (widget && widget.context) { await widget.context.save(); }
+            await window.jupyterapp.commands.execute('application:close-all'); }""")
+        page.locator(".jp-NotebookPanel").first.wait_for(state="detached")
+        page.wait_for_timeout(2000)
+        seen["payload_cells"] = add_payload_cells(user)
+        page.wait_for_timeout(2000)
+        assert holds_payloads(user), "JupyterLab saved its own copy over the payload cells"
     panel = open_assignment_list(page)
     page.locator("#fetched_assignments_list").get_by_role("button", name="Submit").click()
     page.locator("#submitted_assignments_list").get_by_text(ASSIGNMENT).wait_for(timeout=60_000)
@@ -470,6 +493,99 @@ def add_hostile_cells(page, nb, course_id: str) -> str:
     return out
 
 
+def holds_payloads(user: str) -> bool:
+    import nbformat
+    cells = nbformat.read(Path(pwd.getpwnam(user).pw_dir) / NB_PATH, as_version=4).cells
+    return [c.source for c in cells[1:1 + len(CORPUS)]] == CORPUS
+
+
+def add_payload_cells(user: str) -> int:
+    """The payload corpus of tests/test_learner_markdown.py below the first cell of the learner's
+    saved notebook, written into the file as that learner could (not typed into JupyterLab: there
+    the learner's own browser would render them, and `![x](/logout)` logs the learner out): a
+    markdown cell per payload, then a code cell that shows each as HTML and markdown output (the
+    autograde runs it, in the jail). Returns how many cells were added."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell
+
+    from test_browser import payload_code
+    path = Path(pwd.getpwnam(user).pw_dir) / NB_PATH
+    nb = nbformat.read(path, as_version=4)
+    cells = [new_markdown_cell(p) for p in CORPUS] + [new_code_cell(payload_code(CORPUS))]
+    nb.cells[1:1] = cells
+    new = path.with_name(f".{path.name}.payload")
+    nbformat.write(nb, new)
+    os.chown(new, pwd.getpwnam(user).pw_uid, pwd.getpwnam(user).pw_gid)
+    os.replace(new, path)
+    nbformat.read(path, as_version=4)    # whole, as the learner's submit will copy it
+    return len(cells)
+
+
+# ---------------------------------------------------------------------------------------------
+# What learner content makes the reader's browser ask for
+
+REQUESTS: dict[str, tuple[int, int]] = {}
+"""view -> (requests of the honest learner's page, of the hostile learner's page)"""
+
+
+@contextlib.contextmanager
+def request_log(page, frames_only: bool = False):
+    """Playwright's request log of `page` (its frames, its popups' openers aside) while the block
+    runs; `frames_only`: only what its iframes ask for (JupyterLab's HTML viewer, whose page keeps
+    polling the server's API on its own)."""
+    seen: list[str] = []
+
+    def on_request(request) -> None:
+        try:
+            frame = request.frame
+        except Exception:   # a service worker's request has no frame
+            frame = None
+        if not frames_only or (frame is not None and frame != page.main_frame):
+            seen.append(request.url)
+
+    page.on("request", on_request)
+    try:
+        yield seen
+    finally:
+        page.remove_listener("request", on_request)
+
+
+def _normal(url: str, user: str) -> str:
+    """A request with what differs between two learners' same page made alike: the user's name,
+    nbgrader's ids (32 hex digits), the viewer's blob: URL, the feedback's timestamp folder."""
+    url = url.replace(user, "<user>")
+    url = re.sub(r"[0-9a-f]{32}", "<id>", url)
+    url = re.sub(r"^blob:.*", "blob:", url)
+    return re.sub(r"feedback/[^/]*\d{4}-\d\d-\d\d[^/]*/", "feedback/<timestamp>/", url)
+
+
+def still_logged_in(page, hub: Hub, user: str) -> None:
+    """`user`'s server still takes the browser's cookie: the formgrader opens (no /hub/login) and
+    /api/status answers 200 (with the XSRF header JupyterLab sends; the hub asks it of every
+    cookie-authenticated API request)."""
+    page.goto(f"{hub.url}/user/{user}/formgrader/manage_assignments")
+    assignment_row(page)
+    assert "/login" not in page.url, f"{user} was logged out: {page.url}"
+    status = page.evaluate("""async url => {
+        const m = document.cookie.match(/(?:^|; )_xsrf=([^;]*)/);
+        const r = await fetch(url, {headers: m ? {'X-XSRFToken': decodeURIComponent(m[1])} : {}});
+        return r.status; }""", f"{hub.url}/user/{user}/api/status")
+    assert status == 200, f"{user} was logged out: /api/status answered {status}"
+
+
+def no_learner_requests(view: str, baseline: tuple[str, list[str]], got: tuple[str, list[str]]) -> None:
+    """`got` (user, its page's requests) asks for nothing `baseline`'s same page does not: else the
+    learner's content made the reader's browser send it. Records the figures."""
+    from test_learner_markdown import BEACON
+    expected = {_normal(u, baseline[0]) for u in baseline[1]}
+    extra = sorted({_normal(u, got[0]) for u in got[1]} - expected)
+    outside = sorted({u for u in got[1] if BEACON in u})
+    REQUESTS[view] = (len(baseline[1]), len(got[1]))
+    say(f"   {view}: {len(got[1])} requests ({got[0]}), {len(baseline[1])} for {baseline[0]}'s; "
+        f"{len(extra)} only for {got[0]}'s")
+    assert not extra and not outside, f"{view}: requests from {got[0]}'s content: {extra + outside}"
+
+
 # ---------------------------------------------------------------------------------------------
 # Set-up on the machine (as root)
 
@@ -479,13 +595,7 @@ def set_up(course_id: str) -> None:
     for u in USERS:
         run(["useradd", "-m", "-c", MARK, "-s", "/bin/bash",
              *(["-G", STAFF_GROUP] if u in (INSTRUCTOR, TA) else []), u])
-    learner_home = Path(pwd.getpwnam("hcalice").pw_dir)
-    mode = stat.S_IMODE(learner_home.stat().st_mode)
-    if mode & 0o007:
-        finding(f"`useradd -m` here makes homes mode {mode:o} (login.defs UMASK 022, no HOME_MODE): "
-                "every user can read every learner's fetched notebooks and feedback; the README's "
-                "hub set-up does not say to close them. This check makes them 0700.")
-    for u in [TA, *LEARNERS]:
+    for u in [TA, *LEARNERS]:                  # README: make learners' homes 0700
         os.chmod(pwd.getpwnam(u).pw_dir, 0o700)
     staff_gid = grp.getgrnam(STAFF_GROUP).gr_gid
     ihome = Path(pwd.getpwnam(INSTRUCTOR).pw_dir)
@@ -540,13 +650,10 @@ def exchange_config_check() -> None:
                   env_extra={"NBGRADER_EXCHANGE": str(EXCHANGE)}).stdout.strip().splitlines()[-1]
     say(f"   c.Exchange.root in /etc/jupyter: the instructor's nbgrader uses {plain}")
     say(f"   NBGRADER_EXCHANGE={EXCHANGE}: the instructor's nbgrader uses {env}")
-    if plain != str(EXCHANGE):
-        finding(f"README (Setting up learners' JupyterLab) says to set c.Exchange.root = \"{EXCHANGE}\" "
-                f"for the instructor OR NBGRADER_EXCHANGE; the first does not work: with it in "
-                f"/etc/jupyter/nbgrader_config.py (or ~/.jupyter/) the instructor's nbgrader still "
-                f"uses {plain}, as the course's nbgrader_config.py is read last and sets "
-                "c.Exchange.root from NBGRADER_EXCHANGE or the folder beside it. Releases would go "
-                "where no learner looks. Only NBGRADER_EXCHANGE works (this check sets it for the staff).")
+    if plain == str(EXCHANGE):
+        finding(f"c.Exchange.root in /etc/jupyter/ now reaches the instructor's nbgrader ({plain}): the "
+                "README (Setting up learners' JupyterLab) says it does not, and that only "
+                "NBGRADER_EXCHANGE works for the staff")
     assert env == str(EXCHANGE), env
 
 
@@ -619,6 +726,9 @@ def click_hostile_link(page, user: str, browser: Browser) -> str:
 # The flow
 
 
+LEARNER_FEEDBACK: dict[str, tuple[str, list[str]]] = {}
+
+
 def steps(browser: Browser, hub: Hub, course_id: str) -> None:
     ex = EXCHANGE / course_id
     with step("instructor logs in, releases 01 in the formgrader (Manage Assignments -> Release)"):
@@ -673,17 +783,31 @@ def steps(browser: Browser, hub: Hub, course_id: str) -> None:
             assert rows[user]["status"] == "graded", rows
             assert rows[user]["score"].replace(" ", "") == f"{score:g}/{MAX_SCORE:g}", rows
         db = COURSE / "gradebook.db"
-        writable = as_user(TA, ["test", "-w", str(db)], check=False).returncode == 0
-        say(f"   gradebook.db mode {stat.S_IMODE(db.stat().st_mode):o}, the TA can write it: {writable}")
-        if not writable:
-            finding(f"the TA (group {STAFF_GROUP}, the course folder 2770) cannot write gradebook.db "
-                    f"(mode {stat.S_IMODE(db.stat().st_mode):o}, made by nbgrader): a TA can look, "
-                    "not grade by hand, until the instructor runs chmod g+w gradebook.db")
-    with step("instructor opens hceve's submission in the formgrader, clicks its javascript: link"):
-        fg.goto(f"{hub.url}/user/{INSTRUCTOR}/formgrader/manage_students/hceve/{ASSIGNMENT}")
-        fg.get_by_role("link", name="linear_algebra").first.click()
+        ta_writes = lambda: as_user(TA, ["test", "-w", str(db)], check=False).returncode == 0  # noqa: E731
+        if ta_writes():
+            finding(f"nbgrader made gradebook.db mode {stat.S_IMODE(db.stat().st_mode):o}, which the TA "
+                    "can write: the README's `chmod g+w gradebook.db` for a TA is no longer needed")
+        as_user(INSTRUCTOR, ["chmod", "g+w", str(db)])   # README: for a TA to grade by hand
+        assert ta_writes(), f"the TA cannot write gradebook.db after chmod g+w (the README's step)"
+    with step("instructor opens hcalice's, then hceve's submission in the formgrader (request log), "
+              "clicks hceve's javascript: link"):
+        logs = {}
+        for user in ("hcalice", "hceve"):
+            fg.goto(f"{hub.url}/user/{INSTRUCTOR}/formgrader/manage_students/{user}/{ASSIGNMENT}")
+            with request_log(fg) as seen:
+                fg.get_by_role("link", name="linear_algebra").first.click()
+                fg.wait_for_url(re.compile(r"/formgrader/submissions/"))
+                fg.wait_for_load_state("load")
+                fg.locator("#notebook").first.wait_for()
+                fg.wait_for_timeout(2000)   # an image or a prefetch may start after the load event
+            logs[user] = (user, list(seen))
+        no_learner_requests("the formgrader's view of the hand-in", logs["hcalice"], logs["hceve"])
+        text = fg.inner_text("body")
+        assert "(image removed: /logout)" in text and "(link removed: //" in text, text[:3000]
         html = click_hostile_link(fg, INSTRUCTOR, browser)
         say(f"   the cell as the formgrader shows it: {html}")
+        assert "(link removed: javascript:alert(1))" in html, html
+        still_logged_in(fg, hub, INSTRUCTOR)
     with step("instructor generates and releases feedback in the formgrader"):
         fg.goto(f"{hub.url}/user/{INSTRUCTOR}/formgrader/manage_assignments")
         kind, text = click_and_read_modal(fg, assignment_row(fg).locator("td.generate-feedback a"))
@@ -692,22 +816,44 @@ def steps(browser: Browser, hub: Hub, course_id: str) -> None:
         assert kind == "success-modal" and "Successfully released feedback" in text, text
         released = list((ex / "feedback").iterdir())
         assert len(released) == 3, released
-        fg.goto(f"{hub.url}/user/{INSTRUCTOR}/files/course/feedback/hceve/{NB_PATH[:-6]}.html")
+        logs = {}
+        for user in ("hcalice", "hceve"):
+            with request_log(fg) as seen:
+                fg.goto(f"{hub.url}/user/{INSTRUCTOR}/files/course/feedback/{user}/{NB_PATH[:-6]}.html")
+                fg.wait_for_load_state("load")
+                fg.wait_for_timeout(2000)
+            logs[user] = (user, list(seen))
+        no_learner_requests("the feedback, opened by the instructor", logs["hcalice"], logs["hceve"])
         html = click_hostile_link(fg, INSTRUCTOR, browser)
         say(f"   the cell as hceve's feedback shows it: {html}")
+        still_logged_in(fg, hub, INSTRUCTOR)
     for user, kind in LEARNERS.items():
         with step(f"{user} fetches the feedback (Assignment List -> Fetch Feedback) and reads it"):
             page = browser.pages[user]
             panel = open_assignment_list(page)
             submitted = page.locator("#submitted_assignments_list")
             submitted.get_by_role("button", name="Fetch Feedback").click()
-            submitted.get_by_text("(view feedback)").first.wait_for(timeout=60_000)
+            view = submitted.get_by_text("(view feedback)").first
+            view.wait_for(timeout=60_000)
             home = Path(pwd.getpwnam(user).pw_dir)
             files = sorted(home.glob(f"{ASSIGNMENT}/feedback/*/linear_algebra.html"))
             assert files, f"no feedback in {home}"
-            fb = page.context.new_page()
-            fb.on("dialog", lambda d, u=user: (browser.dialogs.append((u, d.message)), d.dismiss()))
-            fb.goto(f"{hub.url}/user/{user}/files/{files[-1].relative_to(home)}")
+            # as a learner: "(view feedback)" opens the folder in the file browser, a double click
+            # opens the file in JupyterLab's HTML viewer (an iframe of the server's origin)
+            view.click()
+            item = page.locator(".jp-DirListing-item", has_text="linear_algebra.html")
+            with request_log(page, frames_only=True) as seen:
+                item.first.dblclick()
+                iframe = page.locator(".jp-HTMLViewer iframe").last
+                iframe.wait_for(timeout=60_000)
+                fb = iframe.element_handle().content_frame()
+                fb.wait_for_load_state("load")
+                fb.locator("body", has_text="Score:").wait_for(timeout=60_000)
+                page.wait_for_timeout(2000)
+            LEARNER_FEEDBACK[user] = (user, list(seen))
+            if kind == "hostile":
+                no_learner_requests("the feedback in the learner's HTML viewer",
+                                    LEARNER_FEEDBACK["hcalice"], LEARNER_FEEDBACK[user])
             text = fb.inner_text("body")
             head = f"(Score: {EXPECTED[user]:.1f} / {MAX_SCORE:.1f})"
             assert head in text, f"{user}'s feedback does not say {head}: {text[:300]}"
@@ -716,7 +862,7 @@ def steps(browser: Browser, hub: Hub, course_id: str) -> None:
             if kind == "hostile":
                 assert "not written yet" in text, f"{user}'s feedback: {text[:500]}"
                 click_hostile_link(fb, user, browser)
-            say(f"   {user} reads {head}")
+            say(f"   {user} reads {head} (Assignment List -> (view feedback) -> HTML viewer)")
             assert not ERRORS.search(panel.inner_text()), panel.inner_text()
     with step("instructor exports the grades (nbgrader export, command line)"):
         as_user(INSTRUCTOR, ["nbgrader", "export"], cwd=COURSE,
@@ -801,11 +947,16 @@ def main() -> int:
     total = sum(t for _, t, _ in TIMES)
     for f in FINDINGS:
         print(f"finding: {f}")
+    for view, (honest, hostile) in REQUESTS.items():
+        print(f"requests: {view}: {hostile} for the payload hand-in, {honest} for the honest one, "
+              "none only for the payloads")
     if failed:
         print(f"hub-check: FAIL after {total:.0f} s at {failed}")
         return 1
+    found = f"; {len(FINDINGS)} finding(s) above" if FINDINGS else ""
     print(f"hub-check: PASS in {total:.0f} s: 3 learners fetched, validated, submitted and read "
-          f"their feedback on JupyterHub; grades.csv {EXPECTED}; {len(FINDINGS)} finding(s)")
+          f"their feedback on JupyterHub; grades.csv {EXPECTED}; the payload corpus "
+          f"({len(CORPUS)} payloads) sent no request from the formgrader or the feedback{found}")
     return 0
 
 
