@@ -125,8 +125,8 @@ def build_class() -> list[tuple]:
 
 def measure(classes: list[tuple], thresholds: list[float], verbose: bool = False) -> dict:
     """Recall and false positives of each threshold, on `build_class()`'s classes."""
-    results = {t: dict(copies=0, found=0, independent=0, reported=0, misses=[], false=[])
-               for t in thresholds}
+    results = {t: dict(copies=0, found=0, independent=0, reported=0, misses=[], false=[],
+                       same_tokens=0, lowest=1.0) for t in thresholds}
     short = 0
     weights = {"wrong": [], "right": []}
     for a, item, answers, origin, stub, solution in classes:
@@ -143,6 +143,7 @@ def measure(classes: list[tuple], thresholds: list[float], verbose: bool = False
             value = p.similarity if p else 0.0
             for t, r in results.items():
                 r["copies"] += 1
+                r["lowest"] = min(r["lowest"], value)
                 if value >= t:
                     r["found"] += 1
                 else:
@@ -157,10 +158,13 @@ def measure(classes: list[tuple], thresholds: list[float], verbose: bool = False
                     continue  # one author: the samples are edits of the solution
                 p = scores.get((x.student, y.student))
                 value = p.similarity if p else 0.0
+                same = value > 0 and compare.filter_code(x.text).text == \
+                    compare.filter_code(y.text).text
                 for t, r in results.items():
                     r["independent"] += 1
                     if value >= t:
                         r["reported"] += 1
+                        r["same_tokens"] += same
                         r["false"].append((a, item, origin[x.student]["source"],
                                            origin[y.student]["source"], value))
     for r in results.values():
@@ -245,9 +249,11 @@ def main() -> int:
     r = measure(build_class(), [args.threshold], args.verbose)[args.threshold]
     print(f"threshold {args.threshold:g}")
     print(f"recall: {r['found']} of {r['copies']} disguised copies of answers of at least "
-          f"{MIN_TOKENS} tokens reported ({r['found'] / max(1, r['copies']):.1%})")
+          f"{MIN_TOKENS} tokens reported ({r['found'] / max(1, r['copies']):.1%}); the lowest "
+          f"copy's similarity {r['lowest']:.3f}")
     print(f"false positives: {r['reported']} of {r['independent']} independent pairs reported "
-          f"({r['reported'] / max(1, r['independent']):.2%})")
+          f"({r['reported'] / max(1, r['independent']):.2%}), {r['same_tokens']} of them the same "
+          "token for token")
     print(f"too short: {r['short']} answers listed as too short to tell apart, never compared")
     if not args.no_speed:
         count, seconds, line = speed(args.learners)

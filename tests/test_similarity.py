@@ -273,3 +273,29 @@ def test_the_class_report_links_the_similarity_page_beside_it(tmp_path):
     page = (report / "index.html").read_text()
     assert "<a href='similarity/index.html'>" in page and page.rstrip().endswith("</html>")
     assert "ana" in (report / "similarity" / "pairs.csv").read_text()
+
+
+def test_a_shared_written_answer_is_reported_and_marked(tmp_path):
+    root = tmp_path / "submitted"
+    assignment = "06_putting_it_together"
+    text = ("The step subtracts the learning rate times the gradient from every weight, so the "
+            "loss goes down along the steepest direction; with a rate too large the update "
+            "overshoots the minimum and the loss grows from one step to the next instead.")
+    own = ("I think gradient descent works because each parameter moves a little against its "
+           "own partial derivative; momentum would help here but we did not use it at all.")
+    for student, answer in [("ana", text), ("ben", text.replace("The step", "the  step")),
+                            ("cy", own)]:
+        path = _write(root, student, {}, assignment)
+        notebook = nbformat.read(path, as_version=4)
+        for cell in notebook.cells:
+            if cell.metadata.get("nbgrader", {}).get("grade_id") == "explain_step":
+                cell.source = answer
+        nbformat.write(notebook, path)
+    out = tmp_path / "out"
+    assert cli(["similarity", str(root), "--out", str(out)]) == 0
+    group = _group(root, "explain_step")
+    assert group.kind == "text"
+    assert [frozenset((p.a.student, p.b.student)) for p in group.pairs] == \
+        [frozenset(("ana", "ben"))]
+    page = (out / "index.html").read_text()
+    assert "written answer <code>explain_step</code>" in page and "<mark>" in page

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from autograder.report import spreadsheet_cell, write_atomic
 from autograder.similarity.answers import MIN_TOKENS, MIN_WORDS
-from autograder.similarity.compare import Group, Pair
+from autograder.similarity.compare import Group, Pair, normal_text
 
 SHOWN_PAIRS = 60
 """Pairs shown side by side per exercise."""
@@ -94,10 +94,12 @@ def _outcome(p: Pair) -> str:
 
 
 def _side_by_side(p: Pair) -> str:
+    def shown(a):  # a written answer as compared (the marked ranges are of that text)
+        return a.text if a.kind == "code" else normal_text(a.text)
     return (f"<details><summary>{_e(p.a.student)} and {_e(p.b.student)}: {p.similarity:.0%}"
             f"</summary><div class='side'><div><b>{_e(p.a.student)}</b>"
-            f"<pre>{marked(p.a.text, p.slices_a)}</pre></div><div><b>{_e(p.b.student)}</b>"
-            f"<pre>{marked(p.b.text, p.slices_b)}</pre></div></div></details>")
+            f"<pre>{marked(shown(p.a), p.slices_a)}</pre></div><div><b>{_e(p.b.student)}</b>"
+            f"<pre>{marked(shown(p.b), p.slices_b)}</pre></div></div></details>")
 
 
 def render(groups: list[Group], problems, source: str, threshold: float,
@@ -157,7 +159,9 @@ def render(groups: list[Group], problems, source: str, threshold: float,
     if quiet:
         parts.append("<h2>Exercises with no pair above the threshold</h2><ul>")
         parts += [f"<li>{_title(g)}: {len(g.answers)} answers compared"
-                  f"{f', {len(g.short)} too short' if g.short else ''}</li>" for g in quiet]
+                  f"{f', {len(g.short)} too short' if g.short else ''}"
+                  f"{f'; {g.common} fingerprints most answers hold left out' if g.common else ''}"
+                  "</li>" for g in quiet]
         parts.append("</ul>")
     if short:
         parts.append("<h2>Answers too short to tell apart</h2><p class='sub'>Never compared: "
