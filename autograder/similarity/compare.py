@@ -1,20 +1,22 @@
 """Which answers to one exercise are alike: copydetect's winnowing, one class at a time.
 
-copydetect (MOSS's winnowing, Schleimer, Wilkerson and Aiken 2003) tokenizes each answer with
-Pygments, replaces every name by one letter (so renaming hides nothing), drops comments and
-layout, hashes every run of K characters of what is left and keeps the fingerprints winnowing
-selects. Two answers share code where they share fingerprints; copydetect maps the shared runs
-back onto each answer's text (the regions the page marks) and gives, for each answer, the share
-of its fingerprinted code that is shared.
+Each answer becomes one character per token (`filter_code`): every name the answer binds is the
+same character, so renaming hides nothing; comments and layout are gone; keywords, operators,
+attribute names (`.sum`, `.grad`) and the modules and functions it uses keep characters of their
+own. copydetect (MOSS's winnowing, Schleimer, Wilkerson and Aiken 2003) then does the rest: it
+picks the fingerprints of runs of K tokens that winnowing keeps (`Fingerprint`, a CodeFingerprint
+with a hash that is the same in every process), compares two answers' fingerprints, and gives the
+shared runs and, for each answer, the share of its fingerprinted code the other also holds; the
+shared runs are mapped back onto the code (the regions the page marks).
 
 Not counted as shared: every run of the release notebook's answer cell (the signature, the
 docstring, `raise NotImplementedError()`), and every run that more than COMMON of the class's
-answers hold (code every answer must contain: the checks the exercise asks for, the one obvious
-line). Runs the worked solution also holds count at SOLUTION_WEIGHT in the weight that orders the
-pairs, so that the same unusual code (a shared mistake) ranks above the same expected code.
+answers hold (code every answer must contain). Runs the worked solution also holds, or other
+learners also hold, weigh less in the weight that orders the pairs, so that the same unusual code
+(a shared mistake) ranks above the same expected code.
 
-Comparing every pair of 300 answers is 44,850 calls per exercise; instead the fingerprints of all
-answers go in one answers x fingerprints matrix, whose product with itself counts the shared
+Comparing every pair of 300 answers is 44,850 comparisons per exercise; instead the fingerprints of
+all answers go in one answers x fingerprints matrix, whose product with itself counts the shared
 fingerprints of every pair at once, and copydetect compares only the pairs that share at least
 CANDIDATE of the smaller answer's fingerprints.
 """
