@@ -118,7 +118,7 @@ def _pairs(group) -> dict[frozenset, object]:
 def independent(tmp_path) -> Path:
     """A class of independent correct matmul answers (and the unanswered linear_forward)."""
     root = tmp_path / "submitted"
-    for i, code in enumerate(_variants("matmul")):
+    for i, code in enumerate(_variants("matmul")[:6]):
         _write(root, f"learner{i}", {"matmul": code})
     return root
 
