@@ -83,25 +83,25 @@ def _error(message: str, code: int = 2) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "build":
-        from autograder.build import build
+        from autograder.instructor.build import build
         return build(args.assignments)
     if args.command == "demo":
-        from autograder.demo import demo
+        from autograder.instructor.demo import demo
         return demo(args.assignments, args.jobs, args.every)
     if args.command == "gradescope":
-        from autograder.gradescope import build as gradescope
+        from autograder.instructor.gradescope import build as gradescope
         return gradescope(args.assignment, args.out, args.torch_index_url, not args.no_jail)
     if args.command == "learner-config":
-        from autograder.learner_config import main as learner_config
+        from autograder.instructor.learner_config import main as learner_config
         return learner_config(args.exchange, args.out, args.course_id, args.force)
     if args.command == "report":
-        from autograder.classreport import write_report
+        from autograder.instructor.classreport import write_report
         return write_report(args.dir, args.out)
     if args.command == "similarity":
         from autograder.similarity.run import main as similarity
         return similarity(args.dir, args.out, args.threshold, args.results)
     if args.command == "tutorial":
-        from autograder.tutorial import TutorialError, main as tutorial
+        from autograder.tutorial.make import TutorialError, main as tutorial
         try:
             return tutorial(args.out, args.html)
         except TutorialError as error:
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         return _error(str(error))
     if (args.shard or args.force) and not args.path.is_dir():
         return _error("--shard and --force apply to grading a folder (with --out DIR)")
-    from autograder import jailer
+    from autograder.jail import jailer
     jailer.configure(jailed=not args.no_jail)
     if args.no_jail:
         print("warning: --no-jail: learner code runs with your rights, files and network",
@@ -122,14 +122,14 @@ def main(argv: list[str] | None = None) -> int:
             jailer.check()
         except jailer.JailUnavailable as error:
             return _error(str(error))
-    from autograder.jailer import warm_up
+    from autograder.jail.jailer import warm_up
     if not args.path.is_dir():  # a batch's workers start their own (jailer.check() ran above)
         warm_up(_warm(args.path))
     if args.path.is_dir():  # the batch's main process does not import torch: its workers do
         return _grade_folder(args)
-    from autograder.notebook import NotGradable
-    from autograder.plugin import AuthoringError
-    from autograder.sandbox import JailBroken
+    from autograder.grade.submission import NotGradable
+    from autograder.grade.plugin import AuthoringError
+    from autograder.jail.sandbox import JailBroken
     try:
         return _grade_one(args)
     except NotGradable as error:
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _warm(path: Path) -> tuple[str, ...]:
     """What the jailed server should import at start for this notebook's assignment."""
-    from autograder.notebook import NotGradable, read_cells, recognise
+    from autograder.grade.submission import NotGradable, read_cells, recognise
     try:
         assignment = recognise(read_cells(path))
     except NotGradable:
@@ -172,8 +172,8 @@ def _shard(text: str | None) -> tuple[int, int] | None:
 
 
 def _grade_one(args) -> int:
-    from autograder import report
-    from autograder.grading import grade_notebook
+    from autograder.grade import results as report
+    from autograder.grade.batch import grade_notebook
     graded = grade_notebook(args.path, set(args.only) if args.only else None)
     _warn_internal([graded])
     if args.json:
@@ -196,8 +196,8 @@ def _grade_folder(args) -> int:
     """Grade a submitted/ folder into --out, resuming from the current results there."""
     from tqdm import tqdm
 
-    from autograder.grading import grade_batch
-    from autograder.notebook import find_submissions
+    from autograder.grade.batch import grade_batch
+    from autograder.grade.submission import find_submissions
     if args.out is None:
         return _error("grading a folder needs --out DIR")
     shard = args.shard

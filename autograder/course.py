@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -61,9 +63,9 @@ they give plain Python numbers, on which every operation is written out by hand.
 # fails it, named, with what to use instead (student.banned_uses). The categories are generous on
 # purpose: a correct answer a teacher accepts must never fail, so each holds the whole family (every
 # view, every elementwise function, every reduction), not only what the reference solution uses; they
-# were derived from the worked solutions and every correct sample (tests/test_scenarios.py grades them
-# all; tests/test_allowlists.py checks the names), and they are the same in the visible checks (each
-# setup cell's ALLOWED; tests/test_validate.py). What is left out is what no by-hand answer needs: the
+# were derived from the worked solutions and every correct sample (tests/grade/test_scenarios.py grades them
+# all; tests/rules/test_allowlists.py checks the names), and they are the same in the visible checks (each
+# setup cell's ALLOWED; tests/nbgrader/test_validate.py). What is left out is what no by-hand answer needs: the
 # library's products and convolutions, the activations' own kernels, loss and backward kernels,
 # autograd (the markers below and forward-mode's dual tensors), optimizers and the profiler, sparse,
 # quantized and other backends' kernels.
@@ -151,7 +153,7 @@ class Assignment:
     """functions that are meant to modify their arguments."""
     new_tensor: frozenset[str] = frozenset()
     """functions whose exercise says they return a new tensor: returning an argument itself, or
-    a view sharing its memory, fails (tests/test_notebook_text.py: the text says so)."""
+    a view sharing its memory, fails (tests/course/test_notebook_text.py: the text says so)."""
     banned_reason: dict[str, str] = field(default_factory=dict)
     """function -> what to use instead, the end of the message when it runs what it may not."""
     warm: tuple[str, ...] = ()
@@ -276,11 +278,10 @@ def graded_functions() -> dict[str, str]:
 
 
 def subset_rules(assignment: Assignment, function: str):
-    """The subset of Python `function`'s answer is written in (autograder/subset.py), or None
+    """The subset of Python `function`'s answer is written in (autograder/rules/subset.py), or None
     for a function whose exercise is autograd or torch itself (no by-hand rule). Built from the
     same lists, in the same shape, as the notebooks' checks build it (subset.rules_from_lists)."""
-    from autograder.notebook import _source, stand_ins
-    from autograder.subset import rules_from_lists
+    from autograder.rules.subset import rules_from_lists
     key = lambda f: f"{f}.{assignment.allowed_section[f]}" if f in assignment.allowed_section else f
     order = [f for f in _source(assignment.id).order if f in assignment.functions]
     return rules_from_lists(function, order,
@@ -288,3 +289,85 @@ def subset_rules(assignment: Assignment, function: str):
                             {key(f): names for f, names in assignment.banned.items()},
                             {key(f): why for f, why in assignment.banned_reason.items()},
                             stand_ins(assignment.id))
+
+
+# ----------------------------------------------------------------------------------------------
+# What grading needs from the source notebooks (instructor code, trusted)
+
+def answer_id(cell) -> str | None:
+    """The grade_id of a code answer cell (nbgrader `solution: true`); None for other cells."""
+    meta = cell.metadata.get("nbgrader", {})
+    return meta.get("grade_id") if cell.cell_type == "code" and meta.get("solution") else None
+
+
+@dataclass(frozen=True)
+class _Source:
+    setup: tuple[str, ...]
+    setup_ids: frozenset[str]
+    answers: frozenset[str]
+    known: frozenset[str]
+    """Stripped sources of the source notebook's code cells but answers (instructor code)."""
+    manual: tuple[tuple[str, float], ...]
+    order: tuple[str, ...] = ()
+    """The answer cells' grade_ids in notebook order (the exercises' numbers)."""
+    ids: dict = None
+    """cell id -> (cell type, grade_id, solution, grade) of the source's nbgrader cells."""
+    metadata: dict = None
+    """cell id -> the source cell's whole nbgrader metadata (for nbgrader's own steps)."""
+
+
+@functools.lru_cache(maxsize=None)
+def _source(assignment_id: str) -> _Source:
+    """What grading needs from the source notebook, read once per assignment."""
+    import nbformat
+    nb = nbformat.read(ASSIGNMENTS[assignment_id].source, as_version=4)
+    setup, setup_ids, answers, known, manual, order = [], set(), set(), set(), [], []
+    ids, metadata = {}, {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade_id") and cell.get("id"):
+            ids[cell.id] = (cell.cell_type, meta["grade_id"], meta.get("solution") is True,
+                            meta.get("grade") is True)
+            metadata[cell.id] = dict(meta)
+        if cell.cell_type == "code":
+            if meta.get("grade_id", "").startswith("setup"):
+                setup.append(cell.source)
+                setup_ids.add(meta["grade_id"])
+            if answer_id(cell):
+                answers.add(answer_id(cell))
+                order.append(answer_id(cell))
+            else:
+                known.add(cell.source.strip())
+        elif cell.cell_type == "markdown" and meta.get("grade") and meta.get("solution"):
+            manual.append((meta["grade_id"], float(meta["points"])))
+    return _Source(tuple(setup), frozenset(setup_ids), frozenset(answers), frozenset(known),
+                   tuple(manual), tuple(order), ids, metadata)
+
+
+@functools.lru_cache(maxsize=None)
+def stand_ins(assignment_id: str) -> dict[str, str]:
+    """Trusted code for the graded functions others call (the hidden tests' REFERENCES): the
+    source notebook's setup-cell stand-ins, each built from PyTorch's own operations, so they
+    give the right values without spelling out an exercise's answer (the learner's process
+    holds this code while it runs, and a learner can read anything there).
+
+    `STAND_INS = {"matmul": matmul_stand_in}` gives {"matmul": "def matmul_stand_in...\n
+    matmul = matmul_stand_in\n"}: the definition (a function or class of the setup cell)
+    and the name the learner's code calls."""
+    setup = "\n\n".join(_source(assignment_id).setup)
+    tree = ast.parse(setup)
+    definitions = {node.name: ast.get_source_segment(setup, node) for node in tree.body
+                   if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    table = next((node.value for node in tree.body if isinstance(node, ast.Assign)
+                  and any(isinstance(t, ast.Name) and t.id == "STAND_INS" for t in node.targets)),
+                 None)
+    if not isinstance(table, ast.Dict):
+        return {}
+    out = {}
+    for key, value in zip(table.keys, table.values):
+        if not (isinstance(key, ast.Constant) and isinstance(value, ast.Name)
+                and value.id in definitions):
+            raise ValueError(f"{assignment_id}: STAND_INS must map names to functions or "
+                             "classes defined in the setup cell")
+        out[key.value] = f"{definitions[value.id]}\n\n{key.value} = {value.id}\n"
+    return out

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from autograder.course import ASSIGNMENTS  # noqa: E402
-from autograder.samples import load_scenarios, submission_notebook  # noqa: E402
+from autograder.instructor.samples import load_scenarios, submission_notebook  # noqa: E402
 
 HOSTILE = ("hostile", "kills", "memory", "endless", "exit", "fork", "thread", "closed_")
 

@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--no-nbgrader", action="store_true")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from autograder.samples import load_scenarios, submission_notebook
+    from autograder.instructor.samples import load_scenarios, submission_notebook
     import nbformat
     from autograder.course import ASSIGNMENTS
     with tempfile.TemporaryDirectory() as tmp:

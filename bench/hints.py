@@ -16,12 +16,12 @@ For each mistake, over the failed hidden tests of its function (the messages the
   lacks the entry's words: the message blames another mistake;
 * named: no misleading hint, and one message holds every word;
 * described: none of the above, and a message describes the difference itself ("What differs:",
-  autograder/difference.py: computed from the values, so truthful, in other words than the entry's);
+  autograder/grade/difference.py: computed from the values, so truthful, in other words than the entry's);
 * generic: caught, none of the above (no hint, no description, and the message does not say it).
 
 With --visible, the same mistakes go through what the learner sees instead: the notebook's
 visible checks of that function (its setup cells, the answer cells, the check cell without its
-hidden tests, as tests/test_validate.py runs them), each in a forked child of one warm process per
+hidden tests, as tests/nbgrader/test_validate.py runs them), each in a forked child of one warm process per
 assignment. "false pass" is then a mistake the visible checks let through (hidden tests exist for
 those), and the kinds are decided on the one message the check raised.
 

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
-from autograder import notebook  # noqa: E402
+from autograder.grade import submission as notebook  # noqa: E402
 from autograder.course import ASSIGNMENTS  # noqa: E402
 
 A = ASSIGNMENTS["01_linear_algebra"]

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from disguise import disguise  # noqa: E402
 
 from autograder.course import ASSIGNMENTS  # noqa: E402
-from autograder.samples import load_scenarios  # noqa: E402
+from autograder.instructor.samples import load_scenarios  # noqa: E402
 from autograder.similarity import compare  # noqa: E402
 from autograder.similarity.answers import MIN_TOKENS, code_answer, release  # noqa: E402
 

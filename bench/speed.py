@@ -70,7 +70,7 @@ def _write_class(folder: Path, assignment: str, count: int, offset: int = 0) -> 
     """`count` submissions of `assignment` under folder/<student>/<assignment>/."""
     import nbformat
     from autograder.course import ASSIGNMENTS
-    from autograder.samples import load_scenarios, submission_notebook
+    from autograder.instructor.samples import load_scenarios, submission_notebook
     scenarios = [s for s in load_scenarios(assignment)
                  if not s.about.startswith("hostile") and s.nbgrader]
     paths = []
@@ -86,10 +86,10 @@ def _write_class(folder: Path, assignment: str, count: int, offset: int = 0) -> 
 # -- the floor, in a worker process of its own -------------------------------------------------
 
 class InProcess:
-    """Stands in for autograder.sandbox.Sandbox: the learner's cells run here, no jail, no pipe."""
+    """Stands in for autograder.jail.sandbox.Sandbox: the learner's cells run here, no jail, no pipe."""
 
     def __init__(self, cells, cutoffs=None, **_):
-        from autograder.jail import child
+        from autograder.jail.inside import child
         self.child = child
         self.cells = list(cells)
         self.cutoffs = cutoffs or {}
@@ -97,7 +97,7 @@ class InProcess:
         self.load_report = None
 
     def load(self):
-        from autograder.sandbox import LoadReport
+        from autograder.jail.sandbox import LoadReport
         if self.load_report is None:
             namespace, errors = self.child.run_cells(self.cells)
             self.load_report = LoadReport(sorted(k for k, v in namespace.items()
@@ -105,7 +105,7 @@ class InProcess:
         return self.load_report
 
     def call(self, name, args=(), kwargs=None, references=None, driver=None):
-        from autograder.sandbox import _reply_from, call_request
+        from autograder.jail.sandbox import _reply_from, call_request
         if name not in self.spaces:  # a fresh namespace per graded function, as the grader does
             self.spaces[name] = self.child.run_cells(self.cells[:self.cutoffs.get(name)])[0]
         request = call_request(name, args, kwargs, references, driver)
@@ -127,9 +127,9 @@ def floor_worker(paths: list[Path], n: int, repeat: int) -> dict:
     import matplotlib.pyplot  # noqa: F401 - as the jailed server does: setup cells import it
     import torch
     torch.set_num_threads(1)
-    from autograder import plugin
-    from autograder.jail import child
-    from autograder.notebook import load_submission
+    from autograder.grade import plugin
+    from autograder.jail.inside import child
+    from autograder.grade.submission import load_submission
     child.warm_up()
     plugin.Sandbox = InProcess
     subs = [load_submission(p, p.parent.parent.name) for p in paths]
@@ -159,7 +159,7 @@ def floor_worker(paths: list[Path], n: int, repeat: int) -> dict:
 
 
 def floor(paths: list[Path], n: int, repeat: int) -> dict:
-    from autograder.jailer import MALLOC  # forks as cheap as the jailed server's
+    from autograder.jail.jailer import MALLOC  # forks as cheap as the jailed server's
     done = subprocess.run([sys.executable, __file__, "--floor-worker", str(n), str(repeat),
                            *map(str, paths)],
                           env={**_env(), **MALLOC, "MPLBACKEND": "Agg"}, capture_output=True, text=True,

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from autograder.build import tool_env
+from autograder.instructor.build import tool_env
 from autograder.course import ASSIGNMENTS, ROOT
-from autograder.grading import grade_folder
-from autograder.samples import load_scenarios, write_submitted
+from autograder.grade.batch import grade_folder
+from autograder.instructor.samples import load_scenarios, write_submitted
 
 BUILT = [a for a in ASSIGNMENTS if ASSIGNMENTS[a].source.is_file()]
 """Assignments whose source notebook exists."""

@@ -27,7 +27,7 @@ What it does, each step timed and checked on what the user sees:
   fetch their feedback and open it as a learner would (Assignment List -> "(view feedback)" -> the
   file in the file browser -> JupyterLab's HTML viewer) and read their score; `nbgrader export`
   (command line, as the instructor: the formgrader has no export) writes the three scores.
-* the hostile learner's notebook also holds the payload corpus of tests/test_learner_markdown.py
+* the hostile learner's notebook also holds the payload corpus of tests/nbgrader/test_learner_markdown.py
   (markdown cells, and a code cell showing each payload as HTML and markdown output, which the
   autograde runs): while the instructor opens that submission and its feedback, and while that
   learner reads the feedback, Playwright's request log must hold nothing the honest learner's same
@@ -500,7 +500,7 @@ def holds_payloads(user: str) -> bool:
 
 
 def add_payload_cells(user: str) -> int:
-    """The payload corpus of tests/test_learner_markdown.py below the first cell of the learner's
+    """The payload corpus of tests/nbgrader/test_learner_markdown.py below the first cell of the learner's
     saved notebook, written into the file as that learner could (not typed into JupyterLab: there
     the learner's own browser would render them, and `![x](/logout)` logs the learner out): a
     markdown cell per payload, then a code cell that shows each as HTML and markdown output (the
@@ -893,7 +893,7 @@ def main() -> int:
     if not shutil.which("npm"):
         say("FAIL: npm missing (apt-get install npm): the hub's proxy is a node package")
         return 2
-    from autograder.learner_config import course_id_of
+    from autograder.instructor.learner_config import course_id_of
     course_id = course_id_of()
     tmp = Path(tempfile.mkdtemp(prefix="hub-check."))
     hub = browser = None

@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 import nbformat  # noqa: E402
 
 from autograder.course import ASSIGNMENTS  # noqa: E402
-from autograder.samples import Scenario, submission_notebook  # noqa: E402
+from autograder.instructor.samples import Scenario, submission_notebook  # noqa: E402
 
 # ---------------------------------------------------------------------------
 # Mutants that are not wrong: (function, change) -> why. `change` is the line diff the tool

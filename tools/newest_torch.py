@@ -54,8 +54,8 @@ def _pins_without_torch(tmp: Path) -> list[str]:
     return ["-c", str(path)]
 
 
-TESTS = ["tests/test_jail.py", "tests/test_sandbox.py", "tests/test_forgery.py",
-         "tests/test_subset.py", "tests/test_solutions.py"]
+TESTS = ["tests/jail/test_jail.py", "tests/jail/test_sandbox.py", "tests/jail/test_forgery.py",
+         "tests/rules/test_subset.py", "tests/course/test_solutions.py"]
 """The tests `--tests` runs in the side venv: the ones that depend on the interpreter's internals
 (threads, audit hooks, sys.monitoring, the ast of by-hand answers)."""
 

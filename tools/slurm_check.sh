@@ -154,7 +154,7 @@ from pathlib import Path
 import nbformat
 
 from autograder.course import ASSIGNMENTS
-from autograder.samples import load_scenarios, submission_notebook
+from autograder.instructor.samples import load_scenarios, submission_notebook
 
 dest, students, assignments = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
 for k, assignment in enumerate(assignments):

@@ -15,13 +15,13 @@ class SpreadsheetSafeCsvExport(CsvExportPlugin):
     written with the csv module (a name holding a comma, a quote or a newline stays one field)
     and with every text cell that a spreadsheet would read as a formula (= + - @ or ＝ ＋ － ＠,
     also after leading whitespace; tab, CR at its start) prefixed with a single quote
-    (`autograder.report.spreadsheet_cell`, as grades.csv of the batch grader). Scores stay
+    (`autograder.grade.results.spreadsheet_cell`, as grades.csv of the batch grader). Scores stay
     numbers."""
 
     def export(self, gradebook) -> None:
         import csv
 
-        from autograder.report import spreadsheet_cell
+        from autograder.grade.results import spreadsheet_cell
         dest = self.to or "grades.csv"
         students = {str(s) for s in self.student}
         assignments = {str(a) for a in self.assignment}

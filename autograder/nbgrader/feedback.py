@@ -26,7 +26,7 @@ from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbgrader.preprocessors import ClearHiddenTests, ClearMarkScheme, GetGrades, NbGraderPreprocessor
 from traitlets import Bool, List
 
-from autograder.nbgrader.repair import _nbgrader
+from autograder.nbgrader.cells import nbgrader_metadata
 
 
 SAFE_TAGS = sorted(set(bleach.ALLOWED_TAGS) | {
@@ -322,7 +322,7 @@ class LearnerHTML(SanitizeHTML):
                     cell.source = safe
             elif self._has_markup(cell.source):
                 cell.source = self.sanitize_html_tags(cell.source)
-        comment = _nbgrader(cell).get("comment")
+        comment = nbgrader_metadata(cell).get("comment")
         if isinstance(comment, str) and comment:   # generate_feedback: GetGrades put it there
             safe = self.safe_markdown(comment)
             if safe is not None:
@@ -376,7 +376,7 @@ class FeedbackClearHiddenTests(_Lenient, ClearHiddenTests):
 
     def preprocess_cell(self, cell, resources, cell_index):
         cell, resources = super().preprocess_cell(cell, resources, cell_index)
-        meta = _nbgrader(cell)
+        meta = nbgrader_metadata(cell)
         if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
             cell.outputs = [o for o in cell.get("outputs", []) if o.get("output_type") != "execute_result"]
         return cell, resources
@@ -398,7 +398,7 @@ class MarkSchemeForGraders(NbGraderPreprocessor):
     the text between them (nbgrader's ClearMarkScheme matches the words, not the `###`)."""
 
     def preprocess_cell(self, cell, resources, cell_index):
-        if cell.cell_type == "markdown" and _nbgrader(cell).get("task"):
+        if cell.cell_type == "markdown" and nbgrader_metadata(cell).get("task"):
             lines = cell.source.split("\n")
             for i, line in enumerate(lines):
                 for word in ("BEGIN", "END"):

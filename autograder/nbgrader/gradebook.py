@@ -17,7 +17,7 @@ from pathlib import Path
 from nbgrader.api import MissingEntry
 from nbgrader.preprocessors import SaveAutoGrades
 
-from autograder.nbgrader.repair import _nbgrader
+from autograder.nbgrader.cells import nbgrader_metadata
 
 try:  # nbgrader's gradebook (0.9.6) trips SQLAlchemy's autoflush three times per notebook it
     # autogrades; nothing is lost and no instructor can act on it, so it is not printed
@@ -38,7 +38,7 @@ class SaveGrades(SaveAutoGrades):
 
     def preprocess_cell(self, cell, resources, cell_index):
         cell, resources = super().preprocess_cell(cell, resources, cell_index)
-        meta = _nbgrader(cell)
+        meta = nbgrader_metadata(cell)
         unanswered = (meta.get("grade") and meta.get("solution") and cell.cell_type == "markdown"
                       and cell.source.strip() in ("", "YOUR ANSWER HERE"))
         no_points = meta.get("task") and float(meta.get("points") or 0) == 0
@@ -67,7 +67,7 @@ def put_in_gradebook(root: str, assignment: str, config=None) -> None:
     from nbgrader.api import Gradebook
     from nbgrader.coursedir import CourseDirectory
 
-    from autograder.build import tool_env
+    from autograder.instructor.build import tool_env
 
     if not assignment or (root, assignment) in _IN_GRADEBOOK:
         return

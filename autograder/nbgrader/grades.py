@@ -22,7 +22,8 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor, SaveAutoGrades
 from autograder.nbgrader.feedback import LearnerHTML, MarkSchemeForGraders
 from autograder.nbgrader.gradebook import SaveGrades
 from autograder.nbgrader.kernels import JailedExecute
-from autograder.nbgrader.repair import COPY, _nbgrader, replaced_steps
+from autograder.nbgrader.cells import nbgrader_metadata
+from autograder.nbgrader.repair import COPY, replaced_steps
 
 
 def _function(grade_id: str) -> str:
@@ -33,9 +34,9 @@ class TrustedGrades(NbGraderPreprocessor):
     """Hidden-test cells get the jailed grader's messages and score, nothing from the kernel."""
 
     def preprocess(self, nb, resources):
-        from autograder.grading import grade_notebook
-        from autograder.notebook import NotGradable
-        from autograder.sandbox import JailBroken
+        from autograder.grade.batch import grade_notebook
+        from autograder.grade.submission import NotGradable
+        from autograder.jail.sandbox import JailBroken
 
         results, error = [], ""
         with tempfile.TemporaryDirectory() as tmp:
@@ -77,7 +78,7 @@ def refuse_oversized() -> None:
     cell scores 0 with the limit named, as `python -m autograder grade` does."""
     from nbgrader.converters import Autograde
 
-    from autograder.notebook import NotGradable, read_bounded
+    from autograder.grade.submission import NotGradable, read_bounded
 
     original = getattr(Autograde.convert_single_notebook, "original", Autograde.convert_single_notebook)
 
@@ -105,7 +106,7 @@ def refuse_oversized() -> None:
 
 
 REVIEW = "autograder_review"
-"""resources key: grade_id -> the grader's flags for that cell (autograder/review.py), which
+"""resources key: grade_id -> the grader's flags for that cell (autograder/rules/review.py), which
 `ReviewComments` writes into the gradebook once `SaveAutoGrades` has written its comments."""
 
 
@@ -120,8 +121,8 @@ class ReviewComments(NbGraderPreprocessor):
             return nb, resources
         from nbgrader.api import Gradebook, MissingEntry
         info = resources["nbgrader"]
-        answers = [_nbgrader(c).get("grade_id") for c in nb.cells
-                   if _nbgrader(c).get("solution") and _nbgrader(c).get("grade_id")]
+        answers = [nbgrader_metadata(c).get("grade_id") for c in nb.cells
+                   if nbgrader_metadata(c).get("solution") and nbgrader_metadata(c).get("grade_id")]
         notes: dict[str, list[str]] = {}
         for cell, text in flags.items():
             target = cell if cell in answers else (answers[0] if answers else None)

@@ -3,7 +3,7 @@
 `JailedExecute` runs the notebook in a kernel forked by the grader's warm jailed server
 (`_ForkedKernelProvisioner`; or, with AUTOGRADER_WARM_KERNEL=0, started afresh in a jail of its
 own: no network, read-only files, an unprivileged uid), with a grading child's limits (memory, CPU
-seconds, processes, file size; `autograder/jail/notebook_kernel.py`), unable to write to its
+seconds, processes, file size; `autograder/jail/inside/notebook_kernel.py`), unable to write to its
 socket folder once its sockets exist, and with what it prints capped per cell and per notebook;
 it never stops `autograde` when that kernel dies or hangs.
 """
@@ -25,7 +25,7 @@ from nbclient.util import run_sync
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 
-from autograder import jailer
+from autograder.jail import jailer
 from autograder.course import ASSIGNMENTS
 
 
@@ -120,12 +120,12 @@ class JailedKernelManager(AsyncKernelManager):
 
     def format_kernel_cmd(self, extra_arguments=None):
         command = list(super().format_kernel_cmd(extra_arguments))
-        # ipykernel_launcher, with a grading child's limits (autograder/jail/notebook_kernel.py)
+        # ipykernel_launcher, with a grading child's limits (autograder/jail/inside/notebook_kernel.py)
         at = next((i for i in range(len(command) - 1)
                    if command[i] == "-m" and command[i + 1] == "ipykernel_launcher"), None)
         if at is None:
             raise RuntimeError(f"not an ipykernel command, which the jail can limit: {command}")
-        command[at + 1] = "autograder.jail.notebook_kernel"
+        command[at + 1] = "autograder.jail.inside.notebook_kernel"
         jailer.check()
         return jailer.bwrap_command(jailer.uid(), os.geteuid() == 0, command,
                                     writable=(self._socket_dir,))

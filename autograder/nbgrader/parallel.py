@@ -64,7 +64,7 @@ def _submission(converter, key: str) -> tuple[str, str]:
 def _worker(converter, serial, taken, parent: int, watch: int) -> int:
     """A forked worker: die with nbgrader, then grade the next submission not taken (`taken`: a
     shared counter) until none is left. Returns how many failed (nbgrader logged each)."""
-    from autograder.grading import die_with_parent
+    from autograder.grade.batch import die_with_parent
     from nbgrader.converters.base import NbGraderException
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # the parent handles Ctrl-C for the run
@@ -121,7 +121,7 @@ def install(config=None) -> None:
                     os.close(watch_write)
                     code = 1 if _worker(self, serial, taken, os.getppid(), watch_read) else 0
                 finally:
-                    from autograder import jailer
+                    from autograder.jail import jailer
                     jailer.close()  # os._exit runs no atexit handler
                     sys.stdout.flush(), sys.stderr.flush()
                     os._exit(code)

@@ -4,7 +4,7 @@ graded unlike the standalone grader (`c.Autograde.sanitize_preprocessors`, `sani
 * `RepairCellMetadata`: empty or malformed nbgrader metadata becomes an ordinary cell, an unknown
   schema version the current one (either stops `nbgrader autograde` for every later learner), and
   a cell that keeps a course cell's id gets that cell's metadata back, by the standalone grader's
-  rule (`autograder.notebook.regained`: not while the course cell is there);
+  rule (`autograder.grade.submission.regained`: not while the course cell is there);
 * `DeduplicateCopies`: nbgrader's `DeduplicateIds`, whose emptied copies (a copied answer cell keeps
   its nbgrader metadata) become ordinary cells that `TrustedGrades` still grades as copies;
 * `RestoreGradeCells`: nbgrader's `OverwriteCells`, which also puts a deleted hidden-test cell back
@@ -27,6 +27,7 @@ from nbgrader.preprocessors import DeduplicateIds, NbGraderPreprocessor, Overwri
 from traitlets import Bool
 
 from autograder.course import ASSIGNMENTS
+from autograder.nbgrader.cells import nbgrader_metadata
 
 
 COPY = "autograder"
@@ -59,7 +60,7 @@ class RepairCellMetadata(NbGraderPreprocessor):
     (OverwriteCells restores known cells' metadata, CheckCellMetadata refuses the notebook)."""
 
     def preprocess(self, nb, resources):
-        from autograder.notebook import _source, regained
+        from autograder.grade.submission import _source, regained
         for cell in nb.cells:  # only the sanitize steps write that key: never the learner's
             cell.metadata.pop(COPY, None)
         # a cell that lost its metadata but keeps a course cell's id is that cell again, by the
@@ -68,7 +69,7 @@ class RepairCellMetadata(NbGraderPreprocessor):
         assignment = resources.get("nbgrader", {}).get("assignment")
         if assignment in ASSIGNMENTS:
             source = _source(assignment)
-            cells = [(c.cell_type, _string(c.get("id")), _string(_nbgrader(c).get("grade_id")))
+            cells = [(c.cell_type, _string(c.get("id")), _string(nbgrader_metadata(c).get("grade_id")))
                      for c in nb.cells]
             for i, cell_id in regained(cells, source).items():
                 nb.cells[i].metadata["nbgrader"] = copy.deepcopy(source.metadata[cell_id])
@@ -101,9 +102,6 @@ class RepairCellMetadata(NbGraderPreprocessor):
         return cell, resources
 
 
-def _nbgrader(cell) -> dict:
-    meta = cell.get("metadata", {}).get("nbgrader")
-    return meta if isinstance(meta, dict) else {}
 
 
 def _string(value) -> str | None:
@@ -125,7 +123,7 @@ class RestoreGradeCells(OverwriteCells):
         solutions/ has the marker lines removed (a rubric keeps its text there), so every
         untouched test cell and rubric differed. Such a cell gets the gradebook's text back first;
         any other change is still reported."""
-        grade_id = _nbgrader(cell).get("grade_id")
+        grade_id = nbgrader_metadata(cell).get("grade_id")
         if grade_id:
             try:
                 source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
@@ -144,7 +142,7 @@ class RestoreGradeCells(OverwriteCells):
         solutions = {cell.name for cell in source_nb.solution_cells}
         for grade_cell in sorted(source_nb.grade_cells, key=lambda c: order.get(c.name, len(order))):
             present = {c["metadata"]["nbgrader"]["grade_id"]: i for i, c in enumerate(nb.cells)
-                       if "grade_id" in _nbgrader(c)}
+                       if "grade_id" in nbgrader_metadata(c)}
             if grade_cell.name in present or grade_cell.name in solutions or grade_cell.name not in sources:
                 continue
             self.log.warning("Missing grade cell %s encountered, adding to notebook", grade_cell.name)
@@ -158,7 +156,7 @@ class RestoreGradeCells(OverwriteCells):
         """nbgrader's, which breaks on a cell whose unknown grade_id `preprocess_cell` removed."""
         source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
         sources = {cell.name: cell for cell in source_nb.source_cells}
-        present = {_nbgrader(c).get("grade_id") for c in nb.cells}
+        present = {nbgrader_metadata(c).get("grade_id") for c in nb.cells}
         for task_cell in source_nb.task_cells:
             if task_cell.name not in present and task_cell.name in sources:
                 nb.cells.append(nbformat.from_dict(self.missing_cell_transform(
@@ -180,9 +178,9 @@ def _released(source) -> str:
 
 
 def _as_in_solutions(source) -> str:
-    """The text solutions/ holds for a gradebook source cell (autograder/build.py): the source's,
+    """The text solutions/ holds for a gradebook source cell (autograder/instructor/build.py): the source's,
     with its BEGIN/END SOLUTION and MARK SCHEME marker lines removed."""
-    from autograder.build import without_markers
+    from autograder.instructor.build import without_markers
     return without_markers(source.source)
 
 

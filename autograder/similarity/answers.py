@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.course import ASSIGNMENTS, ROOT
-from autograder.notebook import (NotGradable, _source, find_submissions, read_cells, recognise,
+from autograder.grade.submission import (NotGradable, _source, find_submissions, read_cells, recognise,
                                  with_course_metadata)
 
 MIN_TOKENS = 40

@@ -13,7 +13,7 @@ import html
 import io
 from pathlib import Path
 
-from autograder.report import spreadsheet_cell, write_atomic
+from autograder.grade.results import spreadsheet_cell, write_atomic
 from autograder.similarity.answers import MIN_TOKENS, MIN_WORDS
 from autograder.similarity.compare import Group, Pair, normal_text
 

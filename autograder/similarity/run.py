@@ -11,7 +11,7 @@ from pathlib import Path
 
 from autograder.course import ASSIGNMENTS, ROOT
 from autograder.similarity import page
-from autograder.notebook import _source
+from autograder.grade.submission import _source
 from autograder.similarity.answers import Problem, notebook_answers, notebooks, outcomes, release
 from autograder.similarity.compare import THRESHOLD, Group, compare_group, filter_code
 

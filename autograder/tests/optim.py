@@ -1,7 +1,7 @@
 """torch.optim.SGD's update for the hidden tests, without torch.optim's step.
 
 `SGD` follows PyTorch's single-tensor SGD (torch/optim/sgd.py, what `SGD.step` runs on CPU
-tensors) operation for operation, so its values are PyTorch's, bit for bit; tests/test_optim.py
+tensors) operation for operation, so its values are PyTorch's, bit for bit; tests/grade/test_optim.py
 checks that against torch.optim.SGD for every option. The grader uses it because
 torch.optim's optimizers import torch._dynamo when they are first built (about 1.2 s, on the
 critical path of every single-notebook grade of 05 and 06).

@@ -1,6 +1,6 @@
 """Calling a graded function again, in the same process: state kept between calls shows there.
 
-A learner's process serves every call of one graded function (autograder/sandbox.py: the child
+A learner's process serves every call of one graded function (autograder/jail/sandbox.py: the child
 started for a function answers all of that function's calls, test after test), so whatever a
 function keeps between calls (a mutable default argument such as `seen=set()`, a global cache,
 an attribute on the function) is still there on the next call. Two ways to look for it:
@@ -14,8 +14,8 @@ an attribute on the function) is still there on the next call. Two ways to look 
 
 from __future__ import annotations
 
-from autograder.compare import GradingFailure, fail
-from autograder.jail.wire import Recipe
+from autograder.grade.compare import GradingFailure, fail
+from autograder.jail.inside.wire import Recipe
 
 STATE = ("{name} keeps state between calls: a mutable default argument (seen=set(), "
          "out=[], cache={{}}) is made once, when the def runs, and every later call shares it; "

@@ -5,8 +5,8 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from autograder.compare import expect_tensor, raised_hint, raised_mistakes, stale
-from autograder.notebook import stand_ins
+from autograder.grade.compare import expect_tensor, raised_hint, raised_mistakes, stale
+from autograder.grade.submission import stand_ins
 from autograder.tests.data import rand, sweep
 from autograder.tests.repeat import again
 

@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 from hypothesis import strategies as st
 
-from autograder.compare import expect_tensor, fail, order_hint, raised_hint, raised_mistakes, stale
-from autograder.notebook import stand_ins
+from autograder.grade.compare import expect_tensor, fail, order_hint, raised_hint, raised_mistakes, stale
+from autograder.grade.submission import stand_ins
 from autograder.tests.data import away_from_zero, rand, sweep
 from autograder.tests.repeat import again
 

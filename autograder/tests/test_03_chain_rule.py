@@ -4,8 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.compare import expect_tensor, fail, order_hint, stale
-from autograder.notebook import stand_ins
+from autograder.grade.compare import expect_tensor, fail, order_hint, stale
+from autograder.grade.submission import stand_ins
 from autograder.tests.data import away_from_zero, rand
 from autograder.tests.repeat import again
 

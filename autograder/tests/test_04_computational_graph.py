@@ -12,9 +12,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.compare import alternatives, described_list, expect_tensor, fail, raised_hint
+from autograder.grade.compare import alternatives, described_list, expect_tensor, fail, raised_hint
 from autograder.tests.data import rand
-from autograder.jail.wire import Recipe, Unsupported
+from autograder.jail.inside.wire import Recipe, Unsupported
 from autograder.tests.repeat import SECOND_CALL, again
 
 ASSIGNMENT = "04_computational_graph"

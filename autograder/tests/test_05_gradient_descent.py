@@ -10,11 +10,11 @@ tensor object that was passed in.
 import pytest
 import torch
 
-from autograder.compare import _close, expect_tensor, fail
+from autograder.grade.compare import _close, expect_tensor, fail
 from autograder.tests.data import rand
 from autograder.tests.optim import SGD
 from autograder.tests.repeat import again
-from autograder.jail.wire import Recipe, Unsupported
+from autograder.jail.inside.wire import Recipe, Unsupported
 
 ASSIGNMENT = "05_gradient_descent"
 graded = pytest.mark.graded

@@ -4,10 +4,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.compare import alternatives, expect_tensor, fail, raised_mistakes
+from autograder.grade.compare import alternatives, expect_tensor, fail, raised_mistakes
 from autograder.tests.data import rand
 from autograder.tests.optim import SGD
-from autograder.jail.wire import Recipe
+from autograder.jail.inside.wire import Recipe
 from autograder.tests.repeat import SECOND_CALL, again, state_hint
 
 ASSIGNMENT = "06_putting_it_together"

@@ -44,12 +44,12 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from autograder.compare import (STALE, TOLERANCE, alternatives, described_list, expect_tensor, fail,
+from autograder.grade.compare import (STALE, TOLERANCE, alternatives, described_list, expect_tensor, fail,
                                 raised_mistakes, stale)
-from autograder.notebook import stand_ins
+from autograder.grade.submission import stand_ins
 from autograder.tests.data import rand
 from autograder.tests.optim import SGD
-from autograder.jail.wire import Recipe, Unsupported
+from autograder.jail.inside.wire import Recipe, Unsupported
 from autograder.tests.repeat import again
 
 ASSIGNMENT = "07_custom_autograd"

@@ -1,0 +1,10 @@
+"""Grading: one notebook or a batch of them -> scores and messages.
+
+* `submission`: read a submitted notebook (untrusted bytes, bounded before parsing), recognise its
+  assignment, and build what each graded function's process runs (`Submission.programs`);
+* `batch`: grade one notebook or a folder of them (workers, shards, resumption);
+* `plugin`: run the hidden tests (autograder/tests/) with pytest, one `student` per notebook;
+* `student`: call the learner's functions through the jail and turn each reply into pass or a
+  message; `compare` and `difference` say what is wrong with a value;
+* `results`: results.json (Gradescope's format) and grades.csv.
+"""

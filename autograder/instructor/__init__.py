@@ -1,0 +1,4 @@
+"""The instructor's tools: `build` (release/ and solutions/ from source/), `samples` (sample
+submissions), `demo` (the instructor's pipeline on them), `learner_config` (the learners'
+nbgrader_config.py), `gradescope` (a Gradescope autograder zip), `classreport` (the class report).
+"""

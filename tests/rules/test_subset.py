@@ -1,0 +1,244 @@
+"""By hand, decided from the code (issue 28): a by-hand function's reach is read with `ast` in the
+grader, before anything runs, and the notebook's checks read it with the very same file."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+
+from autograder.instructor.build import BY_HAND_CELL, by_hand_cell_source
+from autograder.course import ASSIGNMENTS, subset_rules
+from autograder.grade.submission import answer_id
+from autograder.rules.subset import SETUP, kernel_cells, refusals, rules_from_lists
+
+BY_HAND = [a for a in ASSIGNMENTS if ASSIGNMENTS[a].allowed]
+SETUP_CELL = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nimport sys\n" \
+             "def matmul_stand_in(A, B):\n    return torch.mm(A, B)\n"
+
+
+def refused(answer: str, function: str = "matmul", assignment: str = "01_linear_algebra",
+            added: str = "") -> list[str]:
+    """`construct (line N)` of every refusal of `answer` (with a cell `added` above it)."""
+    cells = [{"source": SETUP_CELL, "label": SETUP, "answer": None}]
+    if added:
+        cells.append({"source": added, "label": "a cell you added", "answer": None})
+    cells.append({"source": answer, "label": f"cell {function}", "answer": function})
+    rules = subset_rules(ASSIGNMENTS[assignment], function)
+    return [f"{r.construct} ({r.cell}, line {r.line})" for r in refusals(cells, function, rules)]
+
+
+@pytest.mark.parametrize("answer, construct", [
+    ("def matmul(A, B):\n    return getattr(torch, 'mm')(A, B)", "torch.mm"),
+    ("def matmul(A, B):\n    return getattr(torch, 'm' + 'm')(A, B)", "getattr"),
+    ("def matmul(A, B):\n    return A.__matmul__(B)", ".__matmul__"),
+    ("def matmul(A, B):\n    return torch.ops.aten.mm(A, B)", "torch.ops"),
+    ("def matmul(A, B):\n    return torch._C._nn.linear(A, B.T)", "torch._C"),
+    ("import numpy as np\ndef matmul(A, B):\n    return np.array(A.tolist())", "import numpy"),
+    ("from torch import *\ndef matmul(A, B):\n    return mm(A, B)", "from torch import *"),
+    ("class M(torch.Tensor):\n    pass\ndef matmul(A, B):\n    return M(A)", "class M"),
+    ("def matmul(A, B):\n    return torch.einsum('ik,kj->ij', A, B)", "torch.einsum"),
+    ("def matmul(A, B):\n    return sys.modules['torch'].mm(A, B)", "sys"),
+    ("def matmul(A, B):\n    return matmul_stand_in(A, B)", "matmul_stand_in"),
+    ("import torch as T\ndef matmul(A, B):\n    T.relu = T.sigmoid\n    return A", "assigns torch.relu"),
+    ("def matmul(A, B):\n    return eval('A @ B')", "eval"),
+    ("def matmul(A, B):\n    return (lambda f: f(A, B))(torch.mm)", "torch.mm"),
+    ("import torch.library\ndef matmul(A, B):\n    return torch.library.custom_op(A)", "import torch.library"),
+    ("def matmul(A, B):\n    return A.numpy()", ".numpy"),
+    ("def matmul(A, B):\n    return A @ B", "@"),
+    ("def matmul(A, B):\n    C = A.clone()\n    C @= B\n    return C", "@="),
+])
+def test_a_construct_outside_the_subset_is_refused_with_its_line(answer, construct):
+    found = refused(answer)
+    assert any(f.startswith(construct + " ") for f in found), found
+
+
+def test_a_helper_in_an_added_cell_is_read_transitively():
+    added = "T = torch\nPRODUCT = T.mm\n\ndef helper(A, B):\n    return PRODUCT(A, B)\n" \
+            "print('a demo line the answer does not use', sys.version)\n"
+    found = refused("def matmul(A, B):\n    return helper(A, B)", added=added)
+    assert found == [".mm (a cell you added, line 2)"]
+
+
+@pytest.mark.parametrize("answer, construct", [
+    # issue 36: refused by capability
+    ("def matmul(A, B):\n    match A:\n        case torch.Tensor(mm=f):\n            return f(B)", ".mm"),
+    ("def matmul(A, B):\n    return getattr(A, 'm' + 'm')(B)", "getattr"),
+    ("def matmul(A, B):\n    return type(A).mm(A, B)", "type"),
+    ("def matmul(A, B):\n    return A.__class__.__dict__", ".__dict__"),
+    ("def matmul(A, B):\n    return hasattr(A, '__class__')", ".__class__"),
+    ("def matmul(A, B):\n    return " + " + ".join(["A"] * 2500), "a statement nested more than 200 levels deep"),
+])
+def test_reaching_by_name_or_type_is_refused(answer, construct):
+    found = refused(answer)
+    assert any(f.startswith(construct + " ") for f in found), found
+
+
+ALIAS = "import math as T\n"
+VIA = "def matmul(A, B):\n    return T.matmul(A, B)"
+
+
+@pytest.mark.parametrize("answer, added", [
+    # a comprehension's loop names are its own: `exec` after it is Python's
+    ("def matmul(A, B):\n    [exec for exec in ()]\n    return exec('A.mm(B)')", ""),
+    ("def matmul(A, B):\n    (exec for exec in ())\n    return exec('A.mm(B)')", ""),
+    ("def matmul(A, B):\n    f = lambda: [exec for exec in ()]\n    def g():\n        return exec('1')\n"
+     "    return g()", ""),
+    # a name that is a module only for some of the statements that bind it is a value
+    (VIA, ALIAS + "T = torch\n"),
+    (VIA, "import math as T, torch as T\n"),
+    (VIA, ALIAS + "for T in [torch]:\n    pass\n"),
+    (VIA, ALIAS + "match torch:\n    case T:\n        pass\n"),
+    (VIA, ALIAS + "@(lambda f: torch)\ndef T():\n    pass\n"),
+    (VIA, ALIAS + "[(T := torch) for _ in range(1)]\n"),
+    ("def matmul(A, B):\n    _rebind()\n    return T.matmul(A, B)",
+     ALIAS + "def _rebind():\n    global T\n    T = torch\n"),
+    # Python's own names rebound where `del` hands them back
+    ("def matmul(A, B):\n    return run('A.mm(B)')", "exec = None\ndel exec\nrun = exec\n"),
+])
+def test_names_rebound_outside_a_function_are_read_as_what_python_runs(answer, added):
+    """Issue 36's held-out attacks: scoping and aliases read as Python reads them."""
+    assert refused(answer, added=added), (answer, added)
+
+
+def test_a_class_body_cannot_hand_back_pythons_own_names():
+    answer = ("class LinearFunction(torch.autograd.Function):\n    exec = None\n    del exec\n"
+              "    run = exec\n\n    @staticmethod\n    def forward(ctx, x, W, b=None):\n"
+              "        return x.mm(W.t())\n\n    @staticmethod\n    def backward(ctx, g):\n"
+              "        return None, None, None")
+    assert refused(answer, "LinearFunction", "07_custom_autograd")
+
+
+def test_a_class_exercise_may_not_reach_autograds_graph():
+    answer = ("class LinearFunction(torch.autograd.Function):\n    @staticmethod\n"
+              "    def forward(ctx, x, W, b=None):\n        with torch.enable_grad():\n"
+              "            out = F.linear(x.detach().requires_grad_(), W, b)\n"
+              "        ctx.node = out.grad_fn\n        return out.detach()\n\n"
+              "    @staticmethod\n    def backward(ctx, g):\n        return ctx.node(g)")
+    found = refused(answer, "LinearFunction", "07_custom_autograd")
+    assert {f.split(" (")[0] for f in found} >= {".enable_grad", ".grad_fn"}, found
+
+
+def test_a_form_feed_does_not_shift_the_line_quoted():
+    found = refused("# a comment \x0c with a form feed\n\ndef matmul(A, B):\n    return A.mm(B)\n")
+    assert found == [".mm (cell matmul, line 4)"]
+
+
+@pytest.mark.parametrize("function, assignment, answer, added", [
+    ("matmul", "01_linear_algebra",
+     "def matmul(A, B):\n    _shapes(A, B)\n    return (A[:, :, None] * B[None]).sum(dim=AXIS)",
+     "import math\nAXIS = int(math.log(math.e))\n\ndef _shapes(A, B):\n"
+     "    if A.dim() != 2 or B.dim() != 2 or A.shape[1] != B.shape[0]:\n"
+     "        raise ValueError(f'{A.shape} {B.shape}')\n"),
+    ("matmul", "01_linear_algebra",
+     "import itertools, functools, operator\ndef matmul(A, B):\n    n, k = A.shape\n"
+     "    C = A.new_zeros(n, B.shape[1])\n    for i, j in itertools.product(range(n), range(B.shape[1])):\n"
+     "        C[i, j] = functools.reduce(operator.add, [A[i, t] * B[t, j] for t in range(k)], 0)\n"
+     "    return C", ""),
+    ("relu", "02_activation_functions",
+     "import copy\ndef relu(z):\n    out = copy.deepcopy(z)\n    out[out < 0] = 0\n    return out", ""),
+    ("sigmoid_derivative", "02_activation_functions",
+     "def sigmoid_derivative(z):\n    s = sigmoid(z)\n    return s * (1 - s)", ""),
+    ("sgd_step", "05_gradient_descent",
+     "def sgd_step(params, lr):\n    with torch.no_grad():\n        live = [p for p in params if p.grad is not None]\n"
+     "        torch._foreach_add_(live, [p.grad for p in live], alpha=-lr)\n"
+     "    for p in params:\n        if isinstance(p, nn.Parameter) and p.grad is not None:\n"
+     "            p.data = p.data\n", ""),
+    ("LinearFunction", "07_custom_autograd",
+     "class LinearFunction(torch.autograd.Function):\n    @staticmethod\n"
+     "    def forward(ctx, x, W, b=None):\n        ctx.x, ctx.W = x, W\n        ctx.save_for_backward(x, W)\n"
+     "        print(x.numpy().shape)\n        return F.linear(x, W, b)\n\n    @staticmethod\n"
+     "    def backward(ctx, g):\n        x, W = ctx.saved_tensors\n        need = ctx.needs_input_grad\n"
+     "        return (g @ W if need[0] else None, g.T @ ctx.x if need[1] else None, g.sum(0))", ""),
+    # issue 36: admitted by capability
+    ("relu", "02_activation_functions",
+     "import numpy as np\n\ndef relu(z):\n    try:\n        out = z.clone()\n"
+     "    except AttributeError as error:\n        raise TypeError(type(z).__name__) from error\n"
+     "    out[out < 0] = 0\n    return out\n\nprint(relu(torch.tensor([-1.0, 2.0])))", ""),
+    ("matmul", "01_linear_algebra",
+     "from __future__ import annotations\nfrom typing import Optional\n\n"
+     "def matmul(A: torch.Tensor, B: torch.Tensor) -> Optional[torch.Tensor]:\n"
+     "    match A.shape, B.shape:\n        case (n, k), (k2, m) if k == k2:\n"
+     "            return sum(A[:, t, None] * B[None, t, :] for t in range(k))\n"
+     "        case torch.Size([_, _]), other:\n            raise ValueError(f'{other}')\n"
+     "    raise ValueError(type(A).__name__)", ""),
+    ("relu_derivative", "02_activation_functions",
+     "def relu_derivative(z):\n    assert type(z) is torch.Tensor and hasattr(z, 'dtype')\n"
+     "    return (z > 0).type(z.dtype)", "SIZES = [2 ** i for i in range(3)]\n"),
+    ("sgd_step", "05_gradient_descent",
+     "def sgd_step(params, lr):\n    for p in params:\n        if (g := getattr(p, 'grad', None)) is not None:\n"
+     "            with torch.no_grad():\n                p -= lr * g", ""),
+    ("LinearFunction", "07_custom_autograd",
+     "from torch.autograd.function import once_differentiable\n\n"
+     "class LinearFunction(torch.autograd.Function):\n    @staticmethod\n"
+     "    def forward(ctx, x, W, b=None):\n        ctx.save_for_backward(x, W)\n        return F.linear(x, W, b)\n\n"
+     "    @staticmethod\n    @once_differentiable\n    def backward(ctx, g):\n        x, W = ctx.saved_tensors\n"
+     "        return g @ W, g.T @ x, g.sum(0)", ""),
+])
+def test_honest_variants_are_inside_their_subset(function, assignment, answer, added):
+    assert refused(answer, function, assignment, added) == []
+
+
+def test_a_later_exercise_may_not_be_called_an_earlier_one_may():
+    assert refused("def relu(z):\n    return z * sigmoid(1e4 * z)", "relu", "02_activation_functions") \
+        == ["sigmoid (cell relu, line 2)"]
+    assert refused("def linear_forward(x, W, b=None):\n    return matmul(x, W.T)", "linear_forward") == []
+
+
+def test_backward_is_by_hand_forward_is_not_but_autograd_is_refused_in_both():
+    head = "class LinearFunction(torch.autograd.Function):\n    @staticmethod\n"
+    ok = head + "    def forward(ctx, x, W, b):\n        return torch.addmm(b, x, W.T)\n"
+    assert refused(ok, "LinearFunction", "07_custom_autograd") == []
+    bad = head + "    def backward(ctx, g):\n        return torch.autograd.grad(g, g)\n"
+    assert refused(bad, "LinearFunction", "07_custom_autograd") == \
+        ["torch.autograd.grad (cell LinearFunction, line 4)"]
+
+
+def test_the_kernel_reads_the_last_run_of_each_cell():
+    old = "def matmul(A, B):\n    return A @ B\n"
+    new = "def matmul(A, B):\n    return (A[:, :, None] * B[None]).sum(1)\n"
+    code = compile(new, "<cell 3>", "exec")
+    import linecache
+    linecache.cache["<cell 3>"] = (len(new), None, new.splitlines(True), "<cell 3>")
+    cells = kernel_cells("matmul", code, ["", SETUP_CELL.replace("import sys", "STAND_IN_CODE = 1"), old, new])
+    assert [c["label"] for c in cells] == [SETUP, "a cell you added", "cell matmul"]
+    rules = subset_rules(ASSIGNMENTS["01_linear_algebra"], "matmul")
+    assert refusals(cells, "matmul", rules) == []
+
+
+@pytest.mark.parametrize("assignment", BY_HAND)
+def test_the_notebook_holds_this_checker_and_builds_the_same_rules(assignment):
+    """One implementation, one list: the notebook's locked cell is autograder/rules/subset.py, and the
+    Rules its checks build from the setup cell's lists are the grader's."""
+    import matplotlib
+    matplotlib.use("Agg")
+    nb = nbformat.read(ASSIGNMENTS[assignment].source, as_version=4)
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    assert cells[BY_HAND_CELL].source == by_hand_cell_source(), \
+        "run `python -m autograder build` after changing autograder/rules/subset.py"
+    namespace = {"__name__": "setup"}
+    for grade_id in ("setup", BY_HAND_CELL):
+        exec(compile(cells[grade_id].source, grade_id, "exec"), namespace)
+    a = ASSIGNMENTS[assignment]
+    for function in a.functions:
+        shown = rules_from_lists(function, namespace["EXERCISES"], namespace["ALLOWED"],
+                                 namespace["NOT_ALLOWED"], namespace["INSTEAD"],
+                                 namespace.get("STAND_INS", {}))
+        assert shown == subset_rules(a, function), function
+
+
+@pytest.mark.parametrize("assignment", BY_HAND)
+def test_the_worked_solutions_are_inside_their_subset(assignment):
+    from autograder.instructor.samples import load_scenarios, submission_notebook
+    from autograder.grade.submission import load_submission
+    solution = next(s for s in load_scenarios(assignment) if s.student == "solution")
+    import tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "nb.ipynb"
+        nbformat.write(submission_notebook(solution), path)
+        assert load_submission(path).refused == ()
+    assert any(answer_id(c) for c in nbformat.read(a_path(assignment), 4).cells)
+
+
+def a_path(assignment):
+    return ASSIGNMENTS[assignment].source

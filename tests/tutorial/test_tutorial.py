@@ -1,0 +1,283 @@
+"""The course as one tutorial in PyTorch's format (issue 31): `python -m autograder tutorial`.
+
+(a) The tutorial is built from the cells of source/ tagged "tutorial": each of its six sections has
+    text and code from them, the checks it adds follow tagged cells, a tagged cell's fix reaches
+    the tutorial, and the Markdown of every tagged cell converts to reStructuredText that docutils
+    reads without a warning (autograder/tutorial/rst.py, tested here on each construct the notebooks use).
+(b) It is built as pytorch.org builds it: Sphinx with sphinx-gallery (which runs the script) and
+    PyTorch's theme, warnings as errors. The HTML page holds every figure, no traceback, Sphinx's
+    math markup, and a "Download Jupyter notebook" .ipynb that runs top to bottom.
+
+The Sphinx build runs once per test run (`built_site`, shared with tests/instructor/test_browser.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import docutils.core
+import docutils.utils
+import nbformat
+import pytest
+
+from autograder.tutorial import make as tutorial
+from autograder.instructor.build import solution_notebook
+from autograder.course import ASSIGNMENTS
+from autograder.tutorial.rst import markdown_to_rst
+from conftest import once_per_run, shared_dir
+
+SECTIONS = list(tutorial.SECTIONS)
+
+
+def built_site(tmp_path_factory) -> Path:
+    """The tutorial's HTML page, built once per test run by `build_site` (Sphinx + sphinx-gallery)."""
+    def make() -> Path:
+        start = time.perf_counter()
+        page = tutorial.build_site(shared_dir(tmp_path_factory) / "tutorial-site")
+        print(f"Sphinx build of the tutorial: {time.perf_counter() - start:.1f} s")
+        return page
+    return once_per_run(tmp_path_factory, "tutorial_site", make)
+
+
+# ---------------------------------------------------------------------------------------------
+# (a) one source: the tagged cells of source/
+
+def test_six_sections_each_with_text_and_code_from_tagged_cells():
+    sections = tutorial.sections()
+    assert [s.assignment for s in sections] == SECTIONS and len(sections) == 6
+    for s in sections:
+        from_cells = [b for b in s.blocks if b.cell]
+        assert any(b.kind == "text" and b.body.strip() for b in from_cells), s.assignment
+        assert any(b.kind == "code" and b.body.strip() for b in from_cells), s.assignment
+    tagged = {c.id for a in SECTIONS for c in tutorial.tagged_cells(a)}
+    shown = {b.cell for s in sections for b in s.blocks if b.cell}
+    assert shown == tagged          # every tagged cell is in the tutorial, and nothing else is
+
+
+def test_worked_code_is_the_reference_solutions():
+    """A tagged answer cell shows its solution as solutions/ does (the solution markers removed)."""
+    answers = 0
+    blocks = {b.cell: b.body for s in tutorial.sections() for b in s.blocks if b.kind == "code"}
+    for assignment in SECTIONS:
+        solved = {c.id: c.source for c in solution_notebook(ASSIGNMENTS[assignment].source).cells}
+        for cell in tutorial.tagged_cells(assignment):
+            if cell.metadata.get("nbgrader", {}).get("solution"):
+                answers += 1
+                assert blocks[cell.id].startswith(solved[cell.id].strip("\n")), cell.id
+                assert "### BEGIN SOLUTION" not in blocks[cell.id]
+    assert answers >= 14
+
+
+def test_every_check_follows_a_tagged_cell_and_uses_assert_close():
+    tagged = {c.id for a in SECTIONS for c in tutorial.tagged_cells(a) if c.cell_type == "code"}
+    assert set(tutorial.CHECKS) <= tagged
+    for cell, check in tutorial.CHECKS.items():
+        assert "check_close(" in check.code or "check_equal(" in check.code, cell
+    script = tutorial.render()
+    assert "torch.testing.assert_close(got, expected" in script
+
+
+def _notebooks(change):
+    """tutorial._notebook, with `change(assignment, nb)` applied to the notebooks it reads."""
+    real = tutorial._notebook
+
+    def read(assignment):
+        nb = copy.deepcopy(real(assignment))
+        change(assignment, nb)
+        return nb
+    return read
+
+
+def test_a_fix_to_a_tagged_cell_reaches_the_tutorial(monkeypatch):
+    def fix(assignment, nb):
+        for cell in nb.cells:
+            if cell.id == "6a9f5d42":           # 01: the formula of nn.Linear
+                cell.source = cell.source.replace("Let us check this formula", "Now check this corrected formula")
+            if cell.id == "7c7eb699":
+                cell.source += "\nprint('fixed in the notebook')"
+    monkeypatch.setattr(tutorial, "_notebook", _notebooks(fix))
+    script = tutorial.render()
+    assert "Now check this corrected formula" in script and "print('fixed in the notebook')" in script
+
+
+def test_drift_fails_a_missing_tagged_cell_or_an_empty_section(monkeypatch):
+    def untag(ids):
+        def change(assignment, nb):
+            for cell in nb.cells:
+                if cell.id in ids or assignment in ids:
+                    cell.metadata.get("tags", []).clear()
+        return change
+    monkeypatch.setattr(tutorial, "_notebook", _notebooks(untag({"7c7eb699"})))
+    with pytest.raises(tutorial.TutorialError, match="7c7eb699"):
+        tutorial.sections()
+    monkeypatch.setattr(tutorial, "_notebook", _notebooks(untag({"04_computational_graph"})))
+    with pytest.raises(tutorial.TutorialError, match="section 4"):
+        tutorial.sections()
+
+
+def test_the_script_follows_pytorch_tutorials_template(tmp_path):
+    path = tutorial.write(tmp_path)
+    assert path.name.endswith("_tutorial.py")
+    script = path.read_text()
+    compile(script, str(path), "exec")
+    header = script.split('"""')[1]
+    title = header.strip().splitlines()
+    assert title[1] == "=" * len(title[0]) and "**Author:**" in header
+    assert ".. grid:: 2" in header and "What you will learn" in header and "Prerequisites" in header
+    for heading in ("Overview", "Conclusion", "Further Reading"):
+        assert f"# {heading}\n# {'-' * len(heading)}\n" in script
+    numbered = re.findall(r"^# (\d)\. .*\n# -+$", script, re.M)
+    assert numbered == ["1", "2", "3", "4", "5", "6"]
+    for needed in ("plt.show()", "def relu_derivative", "grad_fn", "optimizer.step()", "train_mlp("):
+        assert needed in script
+
+
+RUN_COUNTING_FIGURES = """
+import runpy, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+figures = []
+def show(*args, **kwargs):
+    figures.append(len(plt.get_fignums()))
+    plt.close("all")
+plt.show = show
+runpy.run_path(sys.argv[1], run_name="__main__")
+print("FIGURES", sum(figures))
+"""
+
+
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory):
+    """The script run as a plain Python script on the CPU: (seconds, stdout, figures shown)."""
+    folder = tmp_path_factory.mktemp("plain")
+    path = tutorial.write(folder)
+    start = time.perf_counter()
+    run = subprocess.run([sys.executable, "-c", RUN_COUNTING_FIGURES, str(path)], cwd=folder, capture_output=True,
+                         text=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}, timeout=180)
+    seconds = time.perf_counter() - start
+    assert run.returncode == 0, run.stderr[-3000:]
+    figures = int(re.search(r"^FIGURES (\d+)$", run.stdout, re.M).group(1))
+    return seconds, run.stdout, figures
+
+
+def test_the_script_runs_as_a_plain_script_on_cpu_in_under_a_minute(plain_run):
+    seconds, stdout, figures = plain_run
+    assert seconds < 60, seconds
+    assert stdout.count("ok  ") >= len(tutorial.CHECKS)
+    assert figures >= 6     # ReLU, the grad_fn graph, parameters before and after, loss curves, ...
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown to reStructuredText
+
+def _rst_problems(rst: str) -> list[str]:
+    """docutils' warnings and errors for `rst` (the math role and directive are docutils' own)."""
+    messages = []
+    doctree = docutils.core.publish_doctree(rst, settings_overrides={
+        "report_level": 5, "halt_level": 5, "warning_stream": False})
+    for node in doctree.findall(docutils.nodes.system_message):
+        if node["level"] >= 2:
+            messages.append(node.astext())
+    return messages
+
+
+def test_markdown_constructs():
+    md = markdown_to_rst
+    assert md("## 2. ReLU\n\ntext") == "2. ReLU\n-------\n\ntext\n"
+    assert md("a **bold** and *it* and `code`s") == r"a **bold** and *it* and ``code``\ s" + "\n"
+    assert md("inline $x_1 + y$ and $$\\frac12$$") .startswith(r"inline :math:`x_1 + y` and")
+    assert md("$$\ny = x W^\\top\n$$") == ".. math::\n\n   y = x W^\\top\n"
+    assert md("text\n$$ a = b $$\nmore") == "text\n\n.. math::\n\n   a = b\n\nmore\n"
+    assert md("* one\n  more\n* two") == "* one\n  more\n* two\n"
+    assert md("1. first\n   line\n2. second") == "1. first\n   line\n2. second\n"
+    assert md("* top\n  * inner") == "* top\n\n  * inner\n"
+    assert md("see [the docs](https://pytorch.org)") == "see `the docs <https://pytorch.org>`__\n"
+    assert md("a_b * c | d") == r"a\_b \* c \| d" + "\n"
+    assert md("```\nx = 1\n```") == ".. code:: text\n\n   x = 1\n"
+    assert md("**Forgetting `zero_grad()` is momentum with $\\mu = 1$.**") == \
+        r"**Forgetting** ``zero_grad()`` **is momentum with** :math:`\mu = 1`\ **.**" + "\n"
+    table = md("| a | b |\n|---|---|\n| `x|y` | $|z|$ |")
+    assert table == ".. list-table::\n   :header-rows: 1\n\n   * - a\n     - b\n   * - ``x|y``\n     - :math:`|z|`\n"
+    for text in ("a **bold** and *it* and `code`s", "$f'(x)$s and `a``", "**Forgetting `zero_grad()` x $y$.**",
+                 "| a | b |\n|---|---|\n| `x|y` | $|z|$ |", "* top\n  * inner\n* next", "(`x`)'s $a$-b"):
+        assert _rst_problems(md(text)) == [], text
+
+
+def test_every_tagged_markdown_cell_is_valid_restructuredtext():
+    for assignment in SECTIONS:
+        nb = tutorial._notebook(assignment)
+        numbers = tutorial._numbers(nb, assignment, SECTIONS.index(assignment) + 1)
+        for cell in tutorial.tagged_cells(assignment):
+            if cell.cell_type == "markdown":
+                rst = tutorial.cell_rst(cell.source, numbers)
+                problems = _rst_problems("Section\n=======\n\nPart\n-------\n\n" + rst)
+                assert problems == [], (cell.id, problems)
+                assert "$" not in re.sub(r":math:`[^`]*`|``[^`]*``|\n   .*", "", rst), cell.id
+                assert not re.search(r"^Exercise", rst, re.M) and "What you may use" not in rst, cell.id
+
+
+# ---------------------------------------------------------------------------------------------
+# (b) built as pytorch.org builds it
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    page = built_site(tmp_path_factory)
+    html = page.read_text()
+    return page, html
+
+
+def test_html_page_with_every_figure(site, plain_run):
+    from bs4 import BeautifulSoup
+    page, html = site
+    soup = BeautifulSoup(html, "html.parser")
+    images = [img["src"] for img in soup.find_all("img") if "sphx_glr_" in img["src"]]
+    assert len(images) == plain_run[2]          # one image per figure the script draws
+    for src in images:
+        assert (page.parent / src).is_file(), src
+    if tutorial.theme() == "pytorch_sphinx_theme2":     # PyTorch's theme, as on pytorch.org
+        assert "pytorch-article" in html
+
+
+def test_no_traceback_and_every_check_printed(site):
+    from bs4 import BeautifulSoup
+    _, html = site
+    soup = BeautifulSoup(html, "html.parser")
+    outputs = [o.get_text() for o in soup.select(".sphx-glr-script-out")]
+    assert outputs, "no output block"
+    assert not any("Traceback" in o for o in outputs)
+    assert "Traceback" not in html
+    assert sum(o.count("ok  ") for o in outputs) >= len(tutorial.CHECKS)
+    # what pytorch/tutorials' .jenkins/validate_tutorials_built.py checks: the code did run
+    timing = soup.select_one("p.sphx-glr-timing").get_text()
+    assert "0 minutes  0.000 seconds" not in timing, timing
+
+
+def test_math_is_rendered_by_sphinx(site):
+    _, html = site
+    assert html.count('class="math notranslate nohighlight"') > 100
+    assert "mathjax" in html.lower()
+    assert "$$" not in html.replace("\\$", "")
+
+
+def test_the_downloaded_notebook_runs(site, plain_run):
+    from bs4 import BeautifulSoup
+    from nbclient import NotebookClient
+    page, html = site
+    soup = BeautifulSoup(html, "html.parser")
+    links = [a for a in soup.find_all("a") if "Download Jupyter notebook" in a.get_text()]
+    assert links, "no 'Download Jupyter notebook' link"
+    notebook = (page.parent / links[0]["href"]).resolve()
+    assert notebook.suffix == ".ipynb" and notebook.is_file()
+    nb = nbformat.read(notebook, as_version=4)
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(notebook.parent)}}
+                   ).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert sum("image/png" in o.get("data", {}) for o in outputs) == plain_run[2]
