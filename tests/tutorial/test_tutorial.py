@@ -57,7 +57,8 @@ def test_six_sections_each_with_text_and_code_from_tagged_cells():
         assert any(b.kind == "code" and b.body.strip() for b in from_cells), s.assignment
     tagged = {c.id for a in SECTIONS for c in tutorial.tagged_cells(a)}
     shown = {b.cell for s in sections for b in s.blocks if b.cell}
-    assert shown == tagged          # every tagged cell is in the tutorial, and nothing else is
+    assert set(tutorial.LEFT_OUT) <= tagged     # no stale entry
+    assert shown == tagged - set(tutorial.LEFT_OUT)     # every tagged cell not left out, and nothing else
 
 
 def test_worked_code_is_the_reference_solutions():
@@ -67,18 +68,18 @@ def test_worked_code_is_the_reference_solutions():
     for assignment in SECTIONS:
         solved = {c.id: c.source for c in solution_notebook(ASSIGNMENTS[assignment].source).cells}
         for cell in tutorial.tagged_cells(assignment):
-            if cell.metadata.get("nbgrader", {}).get("solution"):
+            if cell.metadata.get("nbgrader", {}).get("solution") and cell.id not in tutorial.LEFT_OUT:
                 answers += 1
                 assert blocks[cell.id].startswith(solved[cell.id].strip("\n")), cell.id
                 assert "### BEGIN SOLUTION" not in blocks[cell.id]
-    assert answers >= 14
+    assert answers >= 2
 
 
 def test_every_check_follows_a_tagged_cell_and_uses_assert_close():
     tagged = {c.id for a in SECTIONS for c in tutorial.tagged_cells(a) if c.cell_type == "code"}
     assert set(tutorial.CHECKS) <= tagged
     for cell, check in tutorial.CHECKS.items():
-        assert "check_close(" in check.code or "check_equal(" in check.code, cell
+        assert "check_close(" in check.code or "check_equal(" in check.code or "plt.show()" in check.code, cell
     script = tutorial.render()
     assert "torch.testing.assert_close(got, expected" in script
 
@@ -134,8 +135,58 @@ def test_the_script_follows_pytorch_tutorials_template(tmp_path):
         assert f"# {heading}\n# {'-' * len(heading)}\n" in script
     numbered = re.findall(r"^# (\d)\. .*\n# -+$", script, re.M)
     assert numbered == ["1", "2", "3", "4", "5", "6"]
-    for needed in ("plt.show()", "def relu_derivative", "grad_fn", "optimizer.step()", "train_mlp("):
+    for needed in ("plt.show()", "def relu(", "grad_fn", "optimizer.step()", "train_mlp("):
         assert needed in script
+    name, handle = tutorial.AUTHOR
+    assert f"**Author:** `{name} <https://github.com/{handle}>`__" in header
+
+
+# ---------------------------------------------------------------------------------------------
+# Reads as a page of pytorch.org (issue 41)
+
+def test_no_course_words_in_the_script(tmp_path):
+    """The written script, text, code and comments, holds none of tutorial.COURSE_VOICE; the same list
+    makes `render` fail, and it catches the course wording of the tagged cells (so a REWRITES entry or
+    a LEFT_OUT cell is what keeps it out)."""
+    script = tutorial.write(tmp_path).read_text()
+    assert tutorial.course_voice(script) == []
+    for phrase in ("the check after Exercise 1 has", "by your function", "your walk", "Your layer against PyTorch's",
+                   "packs this into the setup cell", "(You do not need to read the helper.)", "Your graph_nodes did",
+                   "the course pack's authors", "a stand-in for the graph", "node._sequence_nr()",
+                   "hidden tests", "graded"):
+        assert tutorial.course_voice(phrase), phrase
+    original = [tutorial._source(c) for a in SECTIONS for c in tutorial.tagged_cells(a)]
+    assert tutorial.course_voice("\n".join(original))      # the notebooks have them; the tutorial does not
+
+
+def test_course_words_fail_the_build(monkeypatch):
+    monkeypatch.setattr(tutorial, "REWRITES", [r for r in tutorial.REWRITES if "setup cell" not in r[0]])
+    with pytest.raises(tutorial.TutorialError, match="course words"):
+        tutorial.render()
+
+
+def test_every_next_cell_reference_has_its_cell():
+    """A text block that announces "the next cell" (or "below") is followed by a code block."""
+    for section in tutorial.sections():
+        blocks = section.blocks
+        for i, block in enumerate(blocks):
+            if block.kind == "text" and re.search(r"\b(the next cell|below)\b", block.body, re.I):
+                assert i + 1 < len(blocks) and blocks[i + 1].kind == "code", (block.cell, block.body[:120])
+
+
+def test_no_private_api_in_the_code():
+    code = "\n".join(b.body for s in tutorial.sections() for b in s.blocks if b.kind == "code")
+    assert not re.findall(r"\._[a-z]\w*\(", code)
+
+
+def test_beginner_length(tmp_path):
+    """At most tutorial.MAX_BYTES (35 KB; pytorch/tutorials' autogradqs_tutorial.py is 11 KB, the seed
+    was 98 KB), and one verification per claim: no `assert` or printed allclose beside a check_close."""
+    script = tutorial.write(tmp_path).read_text()
+    assert len(script.encode()) <= tutorial.MAX_BYTES, len(script.encode())
+    for cell in tutorial.CHECKS:
+        block = next(b.body for s in tutorial.sections() for b in s.blocks if b.cell == cell)
+        assert not re.search(r"^assert |print\(.*allclose", block, re.M), cell
 
 
 RUN_COUNTING_FIGURES = """
@@ -171,7 +222,7 @@ def test_the_script_runs_as_a_plain_script_on_cpu_in_under_a_minute(plain_run):
     seconds, stdout, figures = plain_run
     assert seconds < 60, seconds
     assert stdout.count("ok  ") >= len(tutorial.CHECKS)
-    assert figures >= 6     # ReLU, the grad_fn graph, parameters before and after, loss curves, ...
+    assert figures >= 3     # a linear and a ReLU network, parameters before and after a step, loss curves
 
 
 # ---------------------------------------------------------------------------------------------
@@ -215,8 +266,8 @@ def test_every_tagged_markdown_cell_is_valid_restructuredtext():
         nb = tutorial._notebook(assignment)
         numbers = tutorial._numbers(nb, assignment, SECTIONS.index(assignment) + 1)
         for cell in tutorial.tagged_cells(assignment):
-            if cell.cell_type == "markdown":
-                rst = tutorial.cell_rst(cell.source, numbers)
+            if cell.cell_type == "markdown" and cell.id not in tutorial.LEFT_OUT:
+                rst = tutorial.cell_rst(tutorial._rewritten(cell.source), numbers)
                 problems = _rst_problems("Section\n=======\n\nPart\n-------\n\n" + rst)
                 assert problems == [], (cell.id, problems)
                 assert "$" not in re.sub(r":math:`[^`]*`|``[^`]*``|\n   .*", "", rst), cell.id
