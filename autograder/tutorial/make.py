@@ -53,7 +53,7 @@ def author_rst() -> str:
 
 LEFT_OUT = {
     # 1. nn.Linear: the shapes figure and the learner's own matmul / linear_forward
-    "5e88aada": "course", "4b593118": "course", "e6594244": "course", "389224f0": "figure", "4bea72c8": "figure",
+    "5e88aada": "course", "4b593118": "course", "e6594244": "course", "389224f0": "length", "4bea72c8": "length",
     "03f7f6cf": "course", "d35ffd5d": "course", "5669f2ea": "course",
     # 2. nonlinearity: the five-layer collapse, relu(x) + relu(-x), the z = 0 spellings (version-dependent),
     #    the sigmoid derivative by hand
