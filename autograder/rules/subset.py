@@ -217,6 +217,8 @@ def _module_attribute(module: str, name: str, rules: Rules, lenient: bool = Fals
         return "a dunder attribute"
     if rules.classes and name in GRAPH:
         return "autograd's graph or its recording, which a class's methods do not need"
+    if rules.classes and module == "torch.autograd" and name != "Function":
+        return "autograd's machinery, which a class's methods do not need"
     if module == "torch.autograd.function" and not rules.classes:
         return "autograd, which the exercise computes by hand"
     if lenient and module.startswith("torch") and not name.startswith("_") \
@@ -298,8 +300,12 @@ class _Program:
         self.postponed: list[bool] = []
         """Per cell: `from __future__ import annotations` (its annotations stay text)."""
         self.binds: dict[str, list[_Definition]] = {}
-        """name -> the statements that bind it, all in the last cell that does (as a kernel
-        holds it: a later cell rebinding a name replaces what an earlier one bound)."""
+        """name -> the statements that bind it: all in the last learner cell that does (as a
+        kernel holds it: a later cell rebinding a name replaces what an earlier one bound, and
+        grading runs only what is read), and always the setup cells' too. A read may run before
+        the learner's binding (`T = sys; sys = None`), or that binding may never run (`if
+        False:`, a `global` in a function never called): the name then still holds what the
+        setup bound, which must be allowed as well."""
         for i, cell in enumerate(cells):
             tree = _parse(cell["source"])
             self.trees.append(tree)
@@ -312,8 +318,8 @@ class _Program:
             for k, names in _cell_binds(cell["source"]):
                 for name in names:
                     found = self.binds.setdefault(name, [])
-                    if found and found[-1].cell != i:
-                        found.clear()
+                    if found and found[-1].cell != i:  # an earlier learner cell's: replaced
+                        found[:] = [d for d in found if cells[d.cell].get("label") == SETUP]
                     found.append(_Definition(i, tree.body[k]))
 
 
@@ -450,6 +456,7 @@ class _Checker:
         self.cell = 0
         self.lenient = False
         """Inside a class's method that the by-hand rule is not about (Rules.section)."""
+        self._aliasing: set[str] = set()
         self.visited: list[_Definition] = []
         """The statements read, in the order they were reached: what grading may run."""
 
@@ -532,13 +539,29 @@ class _Checker:
                 return None
             # a module only if every statement that binds the name imports that module (a name
             # also bound by `T = torch`, a loop, a pattern or a decorator is a value)
-            modules = {_imported_module(d.node, node.id) for d in self.program.binds.get(node.id, [])}
+            modules = {self._module_bound(d, node.id) for d in self.program.binds.get(node.id, [])}
             return modules.pop() if len(modules) == 1 and None not in modules else None
         if isinstance(node, ast.Attribute):
             parent = self.module_of(node.value)
             if parent and f"{parent}.{node.attr}" in MODULES:
                 return f"{parent}.{node.attr}"
         return None
+
+    def _module_bound(self, definition: _Definition, name: str) -> str | None:
+        """The module a statement binds `name` to: an import, or `ag = torch.autograd`."""
+        node = definition.node
+        module = _imported_module(node, name)
+        if module is None and isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name \
+                and isinstance(node.value, (ast.Name, ast.Attribute)) and name not in self._aliasing:
+            self._aliasing.add(name)
+            try:
+                saved, self.scopes = self.scopes, []
+                module = self.module_of(node.value)
+            finally:
+                self.scopes = saved
+                self._aliasing.discard(name)
+        return module
 
     def is_class(self, node) -> bool:
         """Whether `node` names a class the learner defined (`LinearFunction.apply`)."""
@@ -608,10 +631,14 @@ class _Checker:
         names |= {t.id for n in node.body if isinstance(n, ast.Assign) for t in n.targets
                   if isinstance(t, ast.Name)}
         self.scopes.append(("class", names))
+        # `backward = helper` (or any binding of the section's name but its def) makes another
+        # method the section: then no method is read leniently
+        aliased = any(self.rules.section in _bound(n) for n in node.body
+                      if not isinstance(n, ast.FunctionDef))
         for statement in node.body:
             saved = self.lenient
             self.lenient = bool(self.rules.section) and isinstance(statement, ast.FunctionDef) \
-                and statement.name != self.rules.section
+                and statement.name != self.rules.section and not aliased
             self.visit(statement)
             self.lenient = saved
         self.scopes.pop()
@@ -702,7 +729,7 @@ class _Checker:
                 self.refuse(node, f"from {module} import * (names that cannot be checked: "
                                   f"import the module, or the names you use)")
             elif f"{module}.{a.name}" in MODULES:
-                continue
+                self._import(node, f"{module}.{a.name}")  # refused where the module is
             elif self._import(node, module):
                 why = _module_attribute(module, a.name, self.rules)
                 if why:
@@ -737,6 +764,10 @@ class _Checker:
             # run) leaves the name to Python's own, which a function's local never does
             self.refuse(node, f"{node.id} (a name of Python's own, rebound: {REFLECTION[node.id]})")
         elif not self.is_local(node.id):
+            self.resolve_global(node)
+        elif not self.is_function_local(node.id) and (self.program.binds.get(node.id)
+                                                     or node.id in BUILTINS):
+            # a class body's name is read from the globals until its binding there has run
             self.resolve_global(node)
 
     def is_function_local(self, name: str) -> bool:
@@ -789,6 +820,11 @@ class _Checker:
     def check_attribute(self, node: ast.Attribute) -> None:
         """An attribute of a value (not of a module): allowed, or refused with why."""
         attr = node.attr
+        if self.rules.classes and attr in GRAPH:
+            self.refuse(node, f".{attr} (autograd's graph or its recording, which a class's "
+                              f"methods do not need: forward computes values, backward the "
+                              f"gradients by hand)")
+            return
         storing = isinstance(node.ctx, (ast.Store, ast.Del))
         ctx = isinstance(node.value, ast.Name) and node.value.id in self.ctx_names \
             and self.is_local(node.value.id)

@@ -56,7 +56,7 @@ def test_a_helper_in_an_added_cell_is_read_transitively():
     added = "T = torch\nPRODUCT = T.mm\n\ndef helper(A, B):\n    return PRODUCT(A, B)\n" \
             "print('a demo line the answer does not use', sys.version)\n"
     found = refused("def matmul(A, B):\n    return helper(A, B)", added=added)
-    assert found == [".mm (a cell you added, line 2)"]
+    assert found == ["torch.mm (a cell you added, line 2)"]
 
 
 @pytest.mark.parametrize("answer, construct", [
@@ -94,10 +94,38 @@ VIA = "def matmul(A, B):\n    return T.matmul(A, B)"
      ALIAS + "def _rebind():\n    global T\n    T = torch\n"),
     # Python's own names rebound where `del` hands them back
     ("def matmul(A, B):\n    return run('A.mm(B)')", "exec = None\ndel exec\nrun = exec\n"),
+    # the setup's names read before a learner's binding runs, or when it never runs
+    ("def matmul(A, B):\n    return S.modules['torch'].mm(A, B)", "S = sys\nsys = None\n"),
+    ("def matmul(A, B):\n    return sys.modules['torch'].mm(A, B)", "if False:\n    sys = None\n"),
+    ("def matmul(A, B):\n    return sys.modules['torch'].mm(A, B)",
+     "def _never():\n    global sys\n    sys = None\n"),
+    ("def matmul(A, B):\n    return sys.modules['torch'].mm(A, B)", "for sys in ():\n    pass\n"),
 ])
 def test_names_rebound_outside_a_function_are_read_as_what_python_runs(answer, added):
     """Issue 36's held-out attacks: scoping and aliases read as Python reads them."""
     assert refused(answer, added=added), (answer, added)
+
+
+@pytest.mark.parametrize("body", [
+    "    S_ = sys\n    sys = None\n",                             # read before the class binds it
+    "    backward = staticmethod(lambda ctx, g: torch.autograd.grad(g, g))\n",  # aliased section
+    "    @staticmethod\n    def grads(ctx, g):\n        return torch.autograd.functional.vjp(g, g)\n"
+    "    backward = grads\n",
+])
+def test_a_class_exercise_reads_its_body_as_python_runs_it(body):
+    answer = ("class LinearFunction(torch.autograd.Function):\n" + body +
+              "\n    @staticmethod\n    def forward(ctx, x, W, b=None):\n        match x:\n"
+              "            case torch.Tensor(grad_fn=n):\n                ctx.n = n\n"
+              "        return x.mm(W.t())\n")
+    assert refused(answer, "LinearFunction", "07_custom_autograd")
+
+
+def test_a_module_imported_from_its_package_or_aliased_is_that_module():
+    for answer in ("from torch import autograd\ndef relu_backward(g, z):\n    ag = autograd\n"
+                   "    return ag.grad(z, z, g)[0]",
+                   "import torch.autograd\nAG = torch.autograd\ndef relu_backward(g, z):\n"
+                   "    return AG.grad(z, z, g)[0]"):
+        assert refused(answer, "relu_backward", "03_chain_rule"), answer
 
 
 def test_a_class_body_cannot_hand_back_pythons_own_names():
