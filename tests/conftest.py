@@ -14,12 +14,20 @@ import pickle
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from filelock import FileLock
+
+# The tests live in one folder per room (tests/grade, tests/jail, ...); some share helpers across
+# rooms (`from test_tutorial import built_site`): every room's folder is importable, whichever
+# modules a run collects.
+for _room in sorted(Path(__file__).parent.iterdir()):
+    if _room.is_dir() and not _room.name.startswith((".", "_")) and str(_room) not in sys.path:
+        sys.path.append(str(_room))
 
 from autograder.instructor.build import tool_env
 from autograder.course import ASSIGNMENTS, ROOT

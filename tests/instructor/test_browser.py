@@ -656,7 +656,7 @@ def test_tutorial_page_shows_every_figure_no_traceback_and_its_math(tmp_path_fac
     images = page.eval_on_selector_all(
         "img", "els => els.map(e => [e.getAttribute('src'), e.complete, e.naturalWidth])")
     gallery = [img for img in images if "sphx_glr_" in img[0]]
-    assert len(gallery) >= 6, images
+    assert len(gallery) >= 3, images  # its three figures (issue 41: a fit, a step, the loss curves)
     assert [img for img in gallery if not (img[1] and img[2] > 0)] == []
     assert "Traceback" not in page.inner_text("body")
     outputs = page.eval_on_selector_all(".sphx-glr-script-out", "els => els.map(e => e.innerText)")
