@@ -123,59 +123,86 @@ def build_class() -> list[tuple]:
     return out
 
 
-def measure(classes: list[tuple], thresholds: list[float], verbose: bool = False) -> dict:
-    """Recall and false positives of each threshold, on `build_class()`'s classes."""
-    results = {t: dict(copies=0, found=0, independent=0, reported=0, misses=[], false=[],
-                       same_tokens=0, lowest=1.0) for t in thresholds}
-    short = 0
-    weights = {"wrong": [], "right": []}
+def judged(classes: list[tuple]):
+    """Every pair the figures judge, per exercise of `build_class()`'s classes: (assignment,
+    function, group, pairs), group the compared answers (too short ones apart) and pairs
+    (x, y, kind, origin of x, origin of y), kind "copy" (an answer and its disguised copy) or
+    "independent" (two answers of different authors; two samples, or a sample and the solution,
+    are not: one author edited one solution)."""
     for a, item, answers, origin, stub, solution in classes:
         group = compare.Group(a, item, "code", [x for x in answers if not x.too_short],
                               [x for x in answers if x.too_short])
-        short += sum(origin[x.student]["kind"] != "copy" for x in group.short)
-        compare.compare_group(group, stub, solution, threshold=0.0)
-        scores = {(p.a.student, p.b.student): p for p in group.pairs}
-        scores.update({(p.b.student, p.a.student): p for p in group.pairs})
-        originals = [x for x in answers if origin[x.student]["kind"] != "copy"
-                     and f"copy{x.student[-3:]}" in origin]
-        for x in originals:
-            p = scores.get((x.student, f"copy{x.student[-3:]}"))
-            value = p.similarity if p else 0.0
-            for t, r in results.items():
+        pairs = []
+        for x in answers:
+            if origin[x.student]["kind"] != "copy" and f"copy{x.student[-3:]}" in origin:
+                pairs.append((x.student, f"copy{x.student[-3:]}", "copy", origin[x.student],
+                              origin[f"copy{x.student[-3:]}"]))
+        long_ones = [x for x in group.answers if origin[x.student]["kind"] != "copy"]
+        for i, x in enumerate(long_ones):
+            for y in long_ones[i + 1:]:
+                if {origin[x.student]["kind"], origin[y.student]["kind"]} <= {"sample",
+                                                                             "solution"}:
+                    continue
+                pairs.append((x.student, y.student, "independent", origin[x.student],
+                              origin[y.student]))
+        yield a, item, group, pairs
+
+
+def tally(found: list[tuple], thresholds: list[float]) -> dict:
+    """Recall and false positives per threshold from (assignment, function, kind, origin of x,
+    origin of y, similarity, same token for token) of every judged pair."""
+    results = {t: dict(copies=0, found=0, independent=0, reported=0, misses=[], false=[],
+                       same_tokens=0, lowest=1.0) for t in thresholds}
+    for a, item, kind, ox, oy, value, same in found:
+        for t, r in results.items():
+            if kind == "copy":
                 r["copies"] += 1
                 r["lowest"] = min(r["lowest"], value)
                 if value >= t:
                     r["found"] += 1
                 else:
-                    r["misses"].append((a, item, origin[x.student]["source"], value))
-            if p is not None:
-                weights["wrong" if origin[x.student]["wrong"] else "right"].append(p.weight)
-        long_ones = [x for x in group.answers if origin[x.student]["kind"] != "copy"]
-        for i, x in enumerate(long_ones):
-            for y in long_ones[i + 1:]:
-                kinds = {origin[x.student]["kind"], origin[y.student]["kind"]}
-                if kinds <= {"sample", "solution"}:
-                    continue  # one author: the samples are edits of the solution
-                p = scores.get((x.student, y.student))
-                value = p.similarity if p else 0.0
-                same = value > 0 and compare.filter_code(x.text).text == \
-                    compare.filter_code(y.text).text
-                for t, r in results.items():
-                    r["independent"] += 1
-                    if value >= t:
-                        r["reported"] += 1
-                        r["same_tokens"] += same
-                        r["false"].append((a, item, origin[x.student]["source"],
-                                           origin[y.student]["source"], value))
+                    r["misses"].append((a, item, ox["source"], value))
+            else:
+                r["independent"] += 1
+                if value >= t:
+                    r["reported"] += 1
+                    r["same_tokens"] += same
+                    r["false"].append((a, item, ox["source"], oy["source"], value))
+    return results
+
+
+def measure(classes: list[tuple], thresholds: list[float], verbose: bool = False) -> dict:
+    """Recall and false positives of each threshold, on `build_class()`'s classes."""
+    found, short = [], 0
+    weights = {"wrong": [], "right": []}
+    for a, item, group, pairs in judged(classes):
+        _, _, answers, origin, stub, solution = next(c for c in classes if c[:2] == (a, item))
+        short += sum(origin[x.student]["kind"] != "copy" for x in group.short)
+        compare.compare_group(group, stub, solution, threshold=0.0)
+        scores = {(p.a.student, p.b.student): p for p in group.pairs}
+        scores.update({(p.b.student, p.a.student): p for p in group.pairs})
+        text = {x.student: x.text for x in group.answers}
+        for x, y, kind, ox, oy in pairs:
+            p = scores.get((x, y))
+            value = p.similarity if p else 0.0
+            same = kind != "copy" and value > 0 and \
+                compare.filter_code(text[x]).text == compare.filter_code(text[y]).text
+            found.append((a, item, kind, ox, oy, value, same))
+            if kind == "copy" and p is not None:
+                weights["wrong" if ox["wrong"] else "right"].append(p.weight)
+    results = tally(found, thresholds)
     for r in results.values():
         r["short"], r["weights"] = short, weights
     if verbose:
-        r = results[thresholds[0]]
-        for m in r["misses"]:
-            print("missed copy:", *m)
-        for f in sorted(r["false"], key=lambda f: -f[-1]):
-            print("independent pair reported:", *f)
+        report_verbose(results[thresholds[0]])
     return results
+
+
+def report_verbose(r: dict) -> None:
+    for m in r["misses"]:
+        print("missed copy:", *m)
+    for f in sorted(r["false"], key=lambda f: -f[-1]):
+        print("independent pair reported:", *f)
 
 
 def write_class(root: Path, learners: int, seed: int = 0) -> int:
