@@ -5,7 +5,7 @@ it also builds it as pytorch.org does (Sphinx + sphinx-gallery, see `build_site`
 says how to build it and how to contribute it.
 
 One source. The tutorial's body is the cells of source/01-06 whose metadata.tags holds "tutorial",
-in notebook order: markdown cells become reStructuredText text blocks (autograder/tutorial/rst.py), code
+in notebook order: markdown cells become reStructuredText text blocks (autograder/tutorial/to_rst.py), code
 cells become code blocks, and answer cells give their reference solution (the cell as
 solutions/ shows it: the `### BEGIN/END SOLUTION` lines removed). Notebook N is section N. Text
 meant for a learner doing the exercises is left out: an "Exercise" subsection of a markdown cell
@@ -35,7 +35,7 @@ import nbformat
 
 from autograder.instructor.build import _SOLUTION_MARKER
 from autograder.course import ASSIGNMENTS
-from autograder.tutorial.rst import Options, inline, markdown_to_rst
+from autograder.tutorial.to_rst import inline, markdown_to_rst
 
 TAG = "tutorial"
 FILENAME = "training_loop_math_tutorial.py"
@@ -385,7 +385,8 @@ CHECKS: dict[str, Check] = {
 HELPERS = {"05_gradient_descent": ["fmt"]}
 """Helpers of the notebooks' setup cells that tagged cells call: copied into the setup block."""
 
-_LEARNER_ONLY = re.compile(r"^\*What you may use\*")
+_LEARNER_ONLY = re.compile(r"^\*What you may use\*.*?(?:\n[ \t]*\n|\Z)", re.M | re.S)
+"""The paragraph that tells a learner what an exercise may use."""
 
 
 class TutorialError(ValueError):
@@ -444,10 +445,6 @@ class _Numbers:
         self.level = min(depth, self.level + 1)
         return self.level
 
-    def heading(self, text: str) -> str:
-        m = re.match(r"^(\d+[a-z]?)\.\s+(.*)$", text)
-        return f"{self.parts[m.group(1)]} {m.group(2)}" if m else text
-
     def rewrite(self, text: str) -> str:
         """Plain text: "notebook N" is section N here, and this notebook's "section k", "part k" and
         "§k" are section N.j; "this notebook" and "this course" are this tutorial."""
@@ -478,9 +475,11 @@ def _numbers(nb, assignment: str, section: int) -> _Numbers:
 
 
 def cell_rst(markdown: str, numbers: _Numbers) -> str:
-    return markdown_to_rst(_learner_text_removed(markdown), Options(
-        heading_offset=1, heading=numbers.heading, depth=numbers.depth, rewrite=numbers.rewrite,
-        drop_paragraph=lambda p: bool(_LEARNER_ONLY.match(p))))
+    """A markdown cell as reStructuredText: its numbered parts renumbered, its headings one level down
+    (the section's title is the first level), learner-only text left out."""
+    markdown = _LEARNER_ONLY.sub("", _learner_text_removed(markdown))
+    markdown = _NUMBERED.sub(lambda m: f"## {numbers.parts[m.group(1)]} {m.group(2)}", markdown)
+    return markdown_to_rst(markdown, rewrite=numbers.rewrite, level=lambda level: numbers.depth(level + 1))
 
 
 def cell_code(cell, assignment: str) -> str:

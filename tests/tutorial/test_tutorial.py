@@ -3,7 +3,8 @@
 (a) The tutorial is built from the cells of source/ tagged "tutorial": each of its six sections has
     text and code from them, the checks it adds follow tagged cells, a tagged cell's fix reaches
     the tutorial, and the Markdown of every tagged cell converts to reStructuredText that docutils
-    reads without a warning (autograder/tutorial/rst.py, tested here on each construct the notebooks use).
+    reads without a warning (autograder/tutorial/to_rst.py, mistune's RSTRenderer with math and tables,
+    tested here on each construct the notebooks use and on every markdown cell of source/).
 (b) It is built as pytorch.org builds it: Sphinx with sphinx-gallery (which runs the script) and
     PyTorch's theme, warnings as errors. The HTML page holds every figure, no traceback, Sphinx's
     math markup, and a "Download Jupyter notebook" .ipynb that runs top to bottom.
@@ -28,8 +29,8 @@ import pytest
 
 from autograder.tutorial import make as tutorial
 from autograder.instructor.build import solution_notebook
-from autograder.course import ASSIGNMENTS
-from autograder.tutorial.rst import markdown_to_rst
+from autograder.course import ASSIGNMENTS, ROOT
+from autograder.tutorial.to_rst import inline, markdown_to_rst
 from conftest import once_per_run, shared_dir
 
 SECTIONS = list(tutorial.SECTIONS)
@@ -251,14 +252,42 @@ def test_markdown_constructs():
     assert md("* top\n  * inner") == "* top\n\n  * inner\n"
     assert md("see [the docs](https://pytorch.org)") == "see `the docs <https://pytorch.org>`__\n"
     assert md("a_b * c | d") == r"a\_b \* c \| d" + "\n"
-    assert md("```\nx = 1\n```") == ".. code:: text\n\n   x = 1\n"
+    assert md("```\nx = 1\n```") == "::\n\n   x = 1\n"
+    assert md("```python\nx = 1\n```") == ".. code:: python\n\n   x = 1\n"
     assert md("**Forgetting `zero_grad()` is momentum with $\\mu = 1$.**") == \
         r"**Forgetting** ``zero_grad()`` **is momentum with** :math:`\mu = 1`\ **.**" + "\n"
-    table = md("| a | b |\n|---|---|\n| `x|y` | $|z|$ |")
-    assert table == ".. list-table::\n   :header-rows: 1\n\n   * - a\n     - b\n   * - ``x|y``\n     - :math:`|z|`\n"
+    table = md("| a | b |\n|---|---|\n| `x\\|y` | $\\|z\\|$ |\n|  | *c* |")     # GFM: a pipe in a cell is \|
+    assert table == (".. list-table::\n   :header-rows: 1\n\n   * - a\n     - b\n   * - ``x|y``\n     - :math:`|z|`\n"
+                     "   * -\n     - *c*\n")
+    # a span may cross a line break (and stays on its lines); math too, as Jupyter reads it
+    assert md("on **leaves that\nrequire grad**, $a +\nb$") == "on **leaves that\nrequire grad**, :math:`a +\nb`\n"
+    assert md("* a **b\n  c** d") == "* a **b\n  c** d\n"
+    # italics holding code: the code is set apart, the rest stays italic
+    assert md("(*`a` for leaves.*)") == r"(``a`` *for leaves.*)" + "\n"
+    assert md("[**the** `docs`](https://pytorch.org)") == "`the docs <https://pytorch.org>`__\n"
+    assert md("1. first\n\n   more\n2. second").startswith("1. first\n\n   more\n")
+    assert inline("4. What `grad_fn` records") == "4. What ``grad_fn`` records"
+    # rewrite: plain text only, whole phrases (mistune splits text at characters such as _ and *)
+    rewrite = lambda text: text.replace("notebook 3", "section 3")
+    assert md("notebook 3 (`notebook 3`), $notebook 3$", rewrite=rewrite) == \
+        "section 3 (``notebook 3``), :math:`notebook 3`\n"
+    assert md("in_notebook 3", rewrite=rewrite) == r"in\_section 3" + "\n"
     for text in ("a **bold** and *it* and `code`s", "$f'(x)$s and `a``", "**Forgetting `zero_grad()` x $y$.**",
-                 "| a | b |\n|---|---|\n| `x|y` | $|z|$ |", "* top\n  * inner\n* next", "(`x`)'s $a$-b"):
+                 "| a | b |\n|---|---|\n| `x\\|y` | $|z|$ |", "* top\n  * inner\n* next", "(`x`)'s $a$-b",
+                 "(*`a` for leaves.*)", "x**y**z `a`_b", "* a **b\n  c** d"):
         assert _rst_problems(md(text)) == [], text
+
+
+def test_every_markdown_cell_of_source_converts():
+    """Not only the tagged cells: every markdown cell of source/01-07 is reStructuredText docutils reads
+    without a warning, with no Markdown math left outside math and literals."""
+    cells = [c for path in sorted((ROOT / "source").glob("0*/*.ipynb")) for c in nbformat.read(path, 4).cells
+             if c.cell_type == "markdown"]
+    assert len(cells) > 100
+    for cell in cells:
+        rst = markdown_to_rst(cell.source)
+        assert _rst_problems("Section\n=======\n\nPart\n-------\n\n" + rst) == [], cell.id
+        assert "$" not in re.sub(r":math:`[^`]*`|``[^`]*``|\n   .*", "", rst), cell.id
 
 
 def test_every_tagged_markdown_cell_is_valid_restructuredtext():
