@@ -68,10 +68,13 @@ def _parser() -> argparse.ArgumentParser:
     tutorial = commands.add_parser(
         "tutorial", help="(instructor) the course as one PyTorch tutorial (a sphinx-gallery script, see "
                          "docs/tutorial.md)")
-    tutorial.add_argument("--out", type=Path, required=True, metavar="DIR",
+    tutorial.add_argument("--out", type=Path, metavar="DIR",
                           help="write DIR/training_loop_math_tutorial.py")
     tutorial.add_argument("--html", action="store_true",
                           help="also build it as pytorch.org does (Sphinx, sphinx-gallery) into DIR/site/_build/html")
+    tutorial.add_argument("--pr", type=Path, metavar="DIR",
+                          help="write the files of a pull request to pytorch/tutorials under DIR: "
+                               "beginner_source/, the thumbnail, the index.rst entries")
     return parser
 
 
@@ -101,9 +104,12 @@ def main(argv: list[str] | None = None) -> int:
         from autograder.similarity.run import main as similarity
         return similarity(args.dir, args.out, args.threshold, args.results)
     if args.command == "tutorial":
-        from autograder.tutorial.make import TutorialError, main as tutorial
+        from autograder.tutorial.make import TutorialError
+        from autograder.tutorial.publish import main as tutorial
+        if not (args.out or args.pr) or (args.html and not args.out):
+            return _error("tutorial: give --out DIR (with --html to build the page) or --pr DIR, or both")
         try:
-            return tutorial(args.out, args.html)
+            return tutorial(args.out, args.html, args.pr)
         except TutorialError as error:
             return _error(str(error))
     try:

@@ -1,8 +1,9 @@
 """The course as one tutorial in PyTorch's own format: a sphinx-gallery script for pytorch/tutorials.
 
-`python -m autograder tutorial --out DIR` writes DIR/training_loop_math_tutorial.py; with `--html`
-it also builds it as pytorch.org does (Sphinx + sphinx-gallery, see `build_site`). docs/tutorial.md
-says how to build it and how to contribute it.
+`python -m autograder tutorial --out DIR` writes DIR/training_loop_math_tutorial.py (`write`); with `--html`
+it also builds it as pytorch.org does, and `--pr DIR` writes the files of a pull request to
+pytorch/tutorials (autograder/tutorial/publish.py). docs/tutorial.md says how to build it and how to
+contribute it.
 
 One source. The tutorial's body is the cells of source/01-06 whose metadata.tags holds "tutorial",
 in notebook order: markdown cells become reStructuredText text blocks (autograder/tutorial/to_rst.py), code
@@ -22,11 +23,7 @@ reading. A check names the cell it follows by its id, so a tagged cell that goes
 from __future__ import annotations
 
 import ast
-import os
 import re
-import shutil
-import subprocess
-import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,10 +207,13 @@ SECTIONS = {
 }
 """The six sections, in order (notebook N is section N), each with its lead paragraph."""
 
+TITLE = "The Mathematics Inside a PyTorch Training Loop"
+"""The tutorial's title: its page's heading and its card's on pytorch.org."""
+
 HEADER = '''\
 """
-The Mathematics Inside a PyTorch Training Loop
-==============================================
+{title}
+{rule}
 
 **Author:** {author}
 
@@ -556,7 +556,8 @@ def _comment(rst: str) -> str:
 def render(parts: list[Section] | None = None) -> str:
     """The sphinx-gallery script. Raises TutorialError if any COURSE_VOICE phrase is left in it."""
     parts = sections() if parts is None else parts
-    out = [HEADER.replace("{author}", author_rst()) + _helpers() + "\n"]
+    header = HEADER.replace("{title}", TITLE).replace("{rule}", "=" * len(TITLE)).replace("{author}", author_rst())
+    out = [header + _helpers() + "\n"]
     for number, section in enumerate(parts, 1):
         title = inline(f"{number}. {section.title}")
         out.append(f"\n{SEPARATOR}\n" + _comment(f"{title}\n{'-' * len(title)}") + "\n")
@@ -583,90 +584,3 @@ def write(out_dir: Path) -> Path:
     path = out_dir / FILENAME
     path.write_text(render())
     return path
-
-
-# ------------------------------------------------------------------------------------------------
-# Built as pytorch.org builds it: Sphinx, sphinx-gallery, PyTorch's theme
-
-CONF = '''\
-"""A one-tutorial copy of pytorch/tutorials' Sphinx set-up (conf.py there)."""
-import importlib.util
-import os
-
-project = "PyTorch Tutorials (one tutorial)"
-author = {author!r}
-extensions = ["sphinx.ext.mathjax", "sphinx_gallery.gen_gallery", "sphinx_design"]
-sphinx_gallery_conf = {
-    "examples_dirs": ["beginner_source"],
-    "gallery_dirs": ["beginner"],
-    "filename_pattern": "tutorial.py",
-    "backreferences_dir": None,
-    "download_all_examples": False,
-    "first_notebook_cell": "%matplotlib inline",
-    "abort_on_example_error": True,
-}
-exclude_patterns = ["_build", "beginner_source"]
-if importlib.util.find_spec("pytorch_sphinx_theme2"):       # as pytorch/tutorials sets it up
-    import pytorch_sphinx_theme2
-    html_theme = "pytorch_sphinx_theme2"
-    html_theme_path = [pytorch_sphinx_theme2.get_html_theme_path()]
-    templates_path = [os.path.join(os.path.dirname(pytorch_sphinx_theme2.__file__), "templates")]
-    html_theme_options = {"navigation_with_keys": False, "show_lf_header": False, "show_lf_footer": False,
-                          "pytorch_project": "tutorials", "logo": {"text": "Tutorials"}}
-else:                                                        # Sphinx's default theme
-    html_theme = "alabaster"
-'''
-
-INDEX = """\
-Tutorials
-=========
-
-.. toctree::
-   :maxdepth: 1
-
-   beginner/{stem}
-"""
-
-README = """\
-Beginner tutorials
-==================
-"""
-
-
-def theme() -> str:
-    """The HTML theme the site is built with: PyTorch's when installed, else Sphinx's default."""
-    import importlib.util
-    return "pytorch_sphinx_theme2" if importlib.util.find_spec("pytorch_sphinx_theme2") else "alabaster"
-
-
-def build_site(root: Path, script: Path | None = None) -> Path:
-    """A Sphinx project in `root` holding the tutorial under beginner_source/ (the script `script`,
-    or the one built from source/ now), built to HTML with sphinx-gallery, which runs the script and
-    writes the .py and .ipynb downloads; returns the HTML page of the tutorial. Files already in
-    `root` are overwritten, none is deleted."""
-    source = root / "beginner_source"
-    source.mkdir(parents=True, exist_ok=True)
-    if script is None:
-        script = write(source)
-    else:
-        shutil.copy(script, source / script.name)
-    (source / "README.txt").write_text(README)
-    (root / "conf.py").write_text(CONF.replace("{author!r}", repr(AUTHOR[0])))
-    (root / "index.rst").write_text(INDEX.format(stem=Path(script.name).stem))
-    env = {**os.environ, "MPLBACKEND": "Agg"}
-    html = root / "_build" / "html"
-    # -W: a warning (a reStructuredText mistake in a tagged cell, a missing image) fails the build
-    run = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", "-W", "--keep-going", str(root),
-                          str(html)], env=env, cwd=root, capture_output=True, text=True)
-    if run.returncode:
-        raise TutorialError(f"the Sphinx build failed:\n{run.stderr[-6000:]}")
-    return html / "beginner" / (Path(script.name).stem + ".html")
-
-
-def main(out: Path, html: bool) -> int:
-    path = write(out)
-    print(f"tutorial -> {path}")
-    if html:
-        page = build_site(out / "site", path)
-        print(f"html ({theme()}) -> {page}")
-    return 0

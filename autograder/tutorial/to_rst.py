@@ -27,9 +27,6 @@ import mistune
 from mistune.renderers.rst import RSTRenderer
 from nbconvert.filters.markdown_mistune import MathBlockParser, MathInlineParser
 
-_SPANS = ("codespan", "inline_math", "link", "strong", "emphasis")
-
-
 def _may_precede(char: str) -> bool:
     """docutils: an inline markup start-string follows whitespace, the start of the text, or this."""
     return char.isspace() or char in "-:/'\"<([{" or unicodedata.category(char) in ("Pd", "Po", "Ps", "Pi", "Pf")
@@ -87,7 +84,7 @@ class Renderer(RSTRenderer):
 
     def _inline(self, tokens: list[dict]) -> str:
         out, previous = [], None          # previous: the kind of the last piece
-        for kind, text in self._pieces(tokens):
+        for kind, text in filter(lambda piece: piece[1], self._pieces(tokens)):
             if out and ((kind == "span" and (previous == "span" or not _may_precede(out[-1][-1])))
                         or (kind == "text" and previous == "span" and not _may_follow(text[0]))):
                 out.append("\\ ")
@@ -145,11 +142,11 @@ class Renderer(RSTRenderer):
 
 
 def _merge_text(tokens: list[dict]) -> list[dict]:
-    """Adjacent text tokens and soft line breaks as one text (mistune splits a run of text at characters
+    """Adjacent text tokens and line breaks as one text (mistune splits a run of text at characters
     that might be markup), so that `rewrite` sees whole phrases and a bold phrase stays one span."""
     merged: list[dict] = []
     for token in tokens:
-        if token["type"] == "softbreak":
+        if token["type"] in ("softbreak", "linebreak"):
             token = {"type": "text", "raw": "\n"}
         if token["type"] == "text" and merged and merged[-1]["type"] == "text":
             merged[-1] = {"type": "text", "raw": merged[-1]["raw"] + token["raw"]}

@@ -28,6 +28,7 @@ import nbformat
 import pytest
 
 from autograder.tutorial import make as tutorial
+from autograder.tutorial import publish
 from autograder.instructor.build import solution_notebook
 from autograder.course import ASSIGNMENTS, ROOT
 from autograder.tutorial.to_rst import inline, markdown_to_rst
@@ -40,7 +41,7 @@ def built_site(tmp_path_factory) -> Path:
     """The tutorial's HTML page, built once per test run by `build_site` (Sphinx + sphinx-gallery)."""
     def make() -> Path:
         start = time.perf_counter()
-        page = tutorial.build_site(shared_dir(tmp_path_factory) / "tutorial-site")
+        page = publish.build_site(shared_dir(tmp_path_factory) / "tutorial-site")
         print(f"Sphinx build of the tutorial: {time.perf_counter() - start:.1f} s")
         return page
     return once_per_run(tmp_path_factory, "tutorial_site", make)
@@ -227,6 +228,43 @@ def test_the_script_runs_as_a_plain_script_on_cpu_in_under_a_minute(plain_run):
 
 
 # ---------------------------------------------------------------------------------------------
+# Ready to open as a pull request to pytorch/tutorials (issue 41)
+
+def test_pull_request_files(tmp_path):
+    """`python -m autograder tutorial --pr DIR` writes what the pull request holds, at the paths it has in
+    pytorch/tutorials: the script in beginner_source/, a square thumbnail in _static/img/thumbnails/cropped/
+    (named after the script, as visualizing_gradients_tutorial.png is), and the card and toctree entry to
+    paste, in a text file; nothing else."""
+    from matplotlib.image import imread
+    from autograder.cli import main
+    assert main(["tutorial", "--pr", str(tmp_path)]) == 0
+    stem = Path(tutorial.FILENAME).stem
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert written == sorted([f"beginner_source/{tutorial.FILENAME}", f"_static/img/thumbnails/cropped/{stem}.png",
+                              publish.PR_ENTRIES])
+    script = (tmp_path / "beginner_source" / tutorial.FILENAME).read_text()
+    assert script == tutorial.render()
+
+    entries = (tmp_path / publish.PR_ENTRIES).read_text()
+    card = re.search(r"^\.\. customcarditem::\n((?:   :\w+: .+\n)+)", entries, re.M)
+    assert card, entries
+    fields = dict(re.findall(r"^   :(\w+): (.+)$", card.group(1), re.M))
+    assert list(fields) == ["header", "card_description", "image", "link", "tags"]     # CONTRIBUTING.md's order
+    assert fields["header"] == script.split('"""')[1].strip().splitlines()[0] == tutorial.TITLE
+    assert fields["image"] == f"_static/img/thumbnails/cropped/{stem}.png"
+    assert fields["link"] == f"beginner/{stem}.html"
+    assert fields["tags"] == "Getting-Started"          # an existing tag, no spaces
+    assert re.search(rf"^   beginner/{stem}$", entries, re.M)     # the toctree entry, indented as in a toctree
+    assert "intro.rst" in entries and "index.rst" in entries     # where each goes
+
+    image = imread(tmp_path / fields["image"])
+    height, width = image.shape[:2]
+    assert height == width >= 400, image.shape          # square, as CONTRIBUTING.md asks
+    colours = {tuple(pixel) for pixel in image.reshape(-1, image.shape[2])[::37].round(2).tolist()}
+    assert len(colours) > 20, len(colours)              # a drawing, not an empty square
+
+
+# ---------------------------------------------------------------------------------------------
 # Markdown to reStructuredText
 
 def _rst_problems(rst: str) -> list[str]:
@@ -321,7 +359,7 @@ def test_html_page_with_every_figure(site, plain_run):
     assert len(images) == plain_run[2]          # one image per figure the script draws
     for src in images:
         assert (page.parent / src).is_file(), src
-    if tutorial.theme() == "pytorch_sphinx_theme2":     # PyTorch's theme, as on pytorch.org
+    if publish.theme() == "pytorch_sphinx_theme2":     # PyTorch's theme, as on pytorch.org
         assert "pytorch-article" in html
 
 
