@@ -92,12 +92,8 @@ MAX_BYTES = 35_000
 
 REWRITES = [
     (r"Check it on two real layers before you write it as a function:", "Check it on two real layers:"),
-    (r"Your functions as lines", "The formulas as lines"),
     (r"\(imported in the setup cell as `jacobian`\)", "(imported in the Setup block as `jacobian`)"),
     (r" You now write those formulas for the pieces of a small network\..*", "\n"),
-    (r"scales each parameter's step by a running\s+average of that parameter's recent gradient sizes",
-     "divides each parameter's step by the square root of a running average of that parameter's squared "
-     "gradients"),
     (r" \(in which order, section 3 shows at its end\)", ""),
     (r"\n\n\| \| leaf \(`w`.*", "\n"),
     (r" In this notebook: `grad_out`\.", ""),
@@ -105,7 +101,7 @@ REWRITES = [
     (r"\A### Upstream and local gradients", "## 1. Upstream and local gradients"),   # its part 1 is left out
     (r"\n\nThe transpose costs nothing: `W\.T` is a \*\*view\*\*.*", "\n"),
     (r" \(Training\s+loops are the subject of notebooks 5 and 6;.*?the idea it builds on\.\)",
-     " (Sections 5 and 6 explain training; the optimizer here is `torch.optim.Adam`, a variant of gradient"
+     "\n(Sections 5 and 6 explain training; the optimizer here is `torch.optim.Adam`,\na variant of gradient"
      " descent.)"),
     (r" The setup cell packs this into `autograd_derivative\(f, z\)`:", " For ReLU:"),
     (r'print\("autograd_derivative\(torch\.relu\):", autograd_derivative\(torch\.relu, z\)\)\n?', ""),

@@ -181,6 +181,24 @@ def test_no_private_api_in_the_code():
     assert not re.findall(r"\._[a-z]\w*\(", code)
 
 
+def test_the_reviews_l_items_stay_fixed(tmp_path):
+    """The content review of 2026-12-07 (L-T1..L-T5): no output that changes with the torch version (the
+    table of ReLU spellings at z = 0 is left to notebook 02); no sentence on how Adam sizes its step; the
+    head gradient shown, not only stated; the versions tested named, not "v2.3 or later"; the two
+    tutorials this one continues linked from the Overview and Further Reading. And no text line made
+    longer than the notebook's by a rewrite."""
+    script = tutorial.write(tmp_path).read_text()
+    assert "clamp(min=0)" not in script.split("def train_mlp")[0]          # L-T1: the spellings table
+    assert not re.search(r"Adam\W.*\b(scales|divides)\b", script)          # L-T2
+    assert "y.backward(∂L/∂y) fills the same x.grad as L.backward()" in script       # L-T3
+    assert "tested with 2.13 and 2.14" in script and "2.3 or later" not in script    # L-T4
+    overview = script.split("# Overview")[1].split("# Setup")[0]
+    further = script.split("# Further Reading")[1]
+    for page in ("basics/autogradqs_tutorial.html", "basics/buildmodel_tutorial.html"):      # L-T5
+        assert page in overview and page in further, page
+    assert max(len(line) for line in script.splitlines() if "Sections 5 and 6" in line) <= 110
+
+
 def test_beginner_length(tmp_path):
     """At most tutorial.MAX_BYTES (35 KB; pytorch/tutorials' autogradqs_tutorial.py is 11 KB, the seed
     was 98 KB), and one verification per claim: no `assert` or printed allclose beside a check_close."""
