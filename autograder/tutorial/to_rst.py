@@ -164,7 +164,7 @@ def markdown_to_rst(markdown: str, rewrite=None, level=None) -> str:
     parser = mistune.Markdown(Renderer(rewrite, level), block=MathBlockParser(),
                               inline=MathInlineParser(hard_wrap=False), plugins=[mistune.import_plugin("table")])
     rst = parser(markdown.replace("\t", "    "))
-    return re.sub(r"\n{3,}", "\n\n", rst).strip("\n") + "\n" if rst.strip() else ""
+    return rst.strip("\n") + "\n" if rst.strip() else ""
 
 
 def inline(markdown: str) -> str:

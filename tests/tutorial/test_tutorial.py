@@ -310,6 +310,7 @@ def test_markdown_constructs():
     assert md("a_b * c | d") == r"a\_b \* c \| d" + "\n"
     assert md("```\nx = 1\n```") == "::\n\n   x = 1\n"
     assert md("```python\nx = 1\n```") == ".. code:: python\n\n   x = 1\n"
+    assert md("```python\ndef f():\n    pass\n\n\ndef g():\n    pass\n```").count("\n\n\n") == 1    # code as written
     assert md("**Forgetting `zero_grad()` is momentum with $\\mu = 1$.**") == \
         r"**Forgetting** ``zero_grad()`` **is momentum with** :math:`\mu = 1`\ **.**" + "\n"
     table = md("| a | b |\n|---|---|\n| `x\\|y` | $\\|z\\|$ |\n|  | *c* |")     # GFM: a pipe in a cell is \|
@@ -330,7 +331,8 @@ def test_markdown_constructs():
     assert md("in_notebook 3", rewrite=rewrite) == r"in\_section 3" + "\n"
     for text in ("a **bold** and *it* and `code`s", "$f'(x)$s and `a``", "**Forgetting `zero_grad()` x $y$.**",
                  "| a | b |\n|---|---|\n| `x\\|y` | $|z|$ |", "* top\n  * inner\n* next", "(`x`)'s $a$-b",
-                 "(*`a` for leaves.*)", "x**y**z `a`_b", "* a **b\n  c** d"):
+                 "(*`a` for leaves.*)", "x**y**z `a`_b", "* a **b\n  c** d", "1. a\n\n   * b\n   * c\n\n2. d",
+                 "```python\ndef f():\n    pass\n\n\ndef g():\n    pass\n```"):
         assert _rst_problems(md(text)) == [], text
 
 
