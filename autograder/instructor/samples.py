@@ -44,6 +44,9 @@ class Scenario:
     flags: list[str] = field(default_factory=list)
     """"grade_id: construct" of every flag autograder/rules/review.py must raise ("matmul: gc");
     none for a sample without the key."""
+    copy_of: str = ""
+    """The sample of the same assignment this one is a disguised copy of (its answers renamed,
+    re-commented, reordered): the similarity report must pair the two (issue 42)."""
 
 
 def load_scenarios(assignment: str) -> list[Scenario]:
@@ -57,7 +60,7 @@ def load_scenarios(assignment: str) -> list[Scenario]:
                      messages={k: [v] if isinstance(v, str) else v
                                for k, v in s.get("messages", {}).items()},
                      nbgrader=s.get("nbgrader", True), flags=s.get("flags", []),
-                     added=s.get("added", {}))
+                     added=s.get("added", {}), copy_of=s.get("copy_of", ""))
             for s in data["student"]]
 
 
@@ -120,11 +123,18 @@ def write_submitted(dest: Path, assignments: list[str] | None = None,
                     share: bool = False) -> list[Scenario]:
     """Write nbgrader's submitted/<student>/<assignment>/<notebook> layout; return the scenarios.
 
-    With `share`, only the `representative` share of the samples.
+    With `share`, only the `representative` share of the samples, and the disguised copies
+    (`copy_of`) with their originals, for the similarity report to find.
     """
     scenarios = [s for a in assignments or list(ASSIGNMENTS) for s in load_scenarios(a)]
+    if share:
+        chosen = representative(scenarios)
+        copied = {(s.assignment, s.copy_of) for s in scenarios if s.copy_of}
+        chosen += [s for s in scenarios if s not in chosen
+                   and (s.copy_of or (s.assignment, s.student) in copied)]
+        scenarios = chosen
     written = []
-    for scenario in representative(scenarios) if share else scenarios:
+    for scenario in scenarios:
         a = ASSIGNMENTS[scenario.assignment]
         out = dest / scenario.student / a.id / a.notebook
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -17,9 +17,10 @@ import pytest
 
 from autograder.cli import main as cli
 from autograder.course import ASSIGNMENTS, ROOT
-from autograder.instructor.samples import Scenario, submission_notebook
+from autograder.instructor.samples import Scenario, load_scenarios, submission_notebook, \
+    write_submitted
 from autograder.similarity.answers import collect, release
-from autograder.similarity.compare import THRESHOLD
+from autograder.similarity.compare import THRESHOLD, bound_names
 from autograder.similarity.run import groups_of
 
 A = "01_linear_algebra"
@@ -299,3 +300,30 @@ def test_a_shared_written_answer_is_reported_and_marked(tmp_path):
         [frozenset(("ana", "ben"))]
     page = (out / "index.html").read_text()
     assert "written answer <code>explain_step</code>" in page and "<mark>" in page
+
+
+def test_the_demo_class_holds_disguised_copies_and_the_report_ranks_each_first(tmp_path):
+    """`make demo`'s class (the representative share of the samples) holds the samples that are
+    disguised copies of another sample (`copy_of`) and their originals: each copy renames what
+    the original binds and changes its layout, and the report pairs the two above every other
+    pair of that exercise."""
+    every = [s for a in ASSIGNMENTS for s in load_scenarios(a)]
+    copies = [s for s in every if s.copy_of]
+    assert 2 <= len(copies) <= 4
+    root = tmp_path / "submitted"
+    written = {(s.assignment, s.student): s for s in write_submitted(root, share=True)}
+    answers, problems = collect(root)
+    groups = {(g.assignment, g.item): g for g in groups_of(answers, problems)}
+    for copy in copies:
+        original = written[(copy.assignment, copy.copy_of)]
+        assert (copy.assignment, copy.student) in written
+        assert copy.code and set(copy.code) <= set(original.code)
+        assert copy.expect == original.expect and copy.messages == original.messages
+        for item, code in copy.code.items():
+            assert code.strip() != original.code[item].strip()
+            assert bound_names(code) != bound_names(original.code[item])
+            group = groups[(copy.assignment, item)]
+            top = group.pairs[0]
+            assert {top.a.student, top.b.student} == {copy.student, copy.copy_of}, \
+                [(p.a.student, p.b.student, round(p.weight, 2)) for p in group.pairs[:3]]
+            assert top.similarity >= THRESHOLD
