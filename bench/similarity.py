@@ -57,12 +57,15 @@ def variants() -> list[dict]:
 
 
 def samples() -> list[dict]:
-    """Each sample's answer to each function it writes (the solution's own answers left out)."""
+    """Each sample's answer to each function it writes (the solution's own answers left out, and
+    the samples that are disguised copies of another, `copy_of`: the test set makes its own)."""
     out = []
     for a in ASSIGNMENTS:
         scenarios = load_scenarios(a)
         full = next((s.expect for s in scenarios if s.student == "solution"), {})
         for s in scenarios:
+            if s.copy_of:
+                continue
             for item, code in s.code.items():
                 wrong = s.expect.get(item, full.get(item)) != full.get(item)
                 out.append(dict(assignment=a, function=item, code=code,
