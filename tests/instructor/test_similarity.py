@@ -327,3 +327,19 @@ def test_the_demo_class_holds_disguised_copies_and_the_report_ranks_each_first(t
             assert {top.a.student, top.b.student} == {copy.student, copy.copy_of}, \
                 [(p.a.student, p.b.student, round(p.weight, 2)) for p in group.pairs[:3]]
             assert top.similarity >= THRESHOLD
+
+
+def test_the_dolos_bench_says_it_is_skipped_without_node(tmp_path):
+    """bench/similarity_dolos.py measures Dolos, a Node package the pack does not need: without
+    node and npm it says so and stops, successfully."""
+    import subprocess
+    import sys
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "similarity_dolos.py")],
+                          env={"PATH": str(bin_dir), "HOME": str(tmp_path)}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("skipped: node and npm not found")
+    assert not (tmp_path / ".cache" / "autograder-dolos").exists()  # nothing installed
