@@ -18,6 +18,14 @@ cells (`CHECKS`: each formula compared with PyTorch by `torch.testing.assert_clo
 `check_close`), the figure of the parameters before and after a step, the conclusion and further
 reading. A check names the cell it follows by its id, so a tagged cell that goes missing fails
 `tests/tutorial/test_tutorial.py`, as does a section left without a tagged cell.
+
+Content as data, code here. The frame's text and the tables that choose and reword the cells (`AUTHOR`,
+`TITLE`, `HEADER`, `CONCLUSION`, `SECTIONS`, `HELPERS`, `CHECKS`, `LEFT_OUT`, `REWRITES`, `COURSE_VOICE`)
+are in autograder/tutorial/tables.toml, read once at import. TOML because they are only strings, lists
+and string-keyed tables: its literal strings ('...', '''...''') hold regular expressions, code and
+reStructuredText as written (no escaped backslashes, no indentation to strip), comments say why each
+entry is there, and one entry per line keeps a change to a table a one-line diff. Python's tomllib reads
+it (the instructor's side already needs Python 3.11 for the samples' TOML).
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,96 +47,49 @@ TAG = "tutorial"
 FILENAME = "training_loop_math_tutorial.py"
 SEPARATOR = "#" * 70
 
-AUTHOR = ("Jane Doe", "janedoe")
-"""The tutorial's author line: a name and a GitHub handle. A placeholder: the instructor who opens the
-pull request puts their own here (docs/tutorial.md). The script's header and the site's conf.py read it."""
+
+@dataclass(frozen=True)
+class Check:
+    code: str
+    text: str = ""
+    """With text: a block of its own, after the cell's. Without: appended to the cell's block."""
+    then: str = ""
+    """With text and then: `code` is appended to the cell's block, and `then` is the block after `text`."""
+
+
+_TABLES = tomllib.loads(Path(__file__).with_name("tables.toml").read_text(encoding="utf-8"))
+"""autograder/tutorial/tables.toml, the tutorial's content (its comments say more of each table)."""
+
+AUTHOR: tuple[str, str] = (_TABLES["author"]["name"], _TABLES["author"]["handle"])
+"""The author line: a name and a GitHub handle (a placeholder: docs/tutorial.md)."""
+TITLE: str = _TABLES["frame"]["title"]
+"""The tutorial's title: its page's heading and its card's on pytorch.org."""
+HEADER: str = _TABLES["frame"]["header"]
+"""The script's start: the title block and its cards, the Overview and the Setup block."""
+CONCLUSION: str = _TABLES["frame"]["conclusion"]
+"""The last text block: the conclusion and further reading."""
+SECTIONS: dict[str, str] = _TABLES["sections"]
+"""The six sections, in order (notebook N is section N), each with its lead paragraph."""
+HELPERS: dict[str, list[str]] = _TABLES["helpers"]
+"""Helpers of the notebooks' setup cells that tagged cells call: copied into the setup block."""
+CHECKS: dict[str, Check] = {cell: Check(**fields) for cell, fields in _TABLES["checks"].items()}
+"""Code run right after a tagged cell (by its id), comparing what it computed with PyTorch."""
+LEFT_OUT: dict[str, str] = _TABLES["left_out"]
+"""Tagged cells the tutorial leaves to the notebooks, by id, and why ("course", "private API", "length")."""
+REWRITES: list[tuple[str, str]] = [(r["pattern"], r["replacement"]) for r in _TABLES["rewrites"]]
+"""Course wording in tagged cells, rewritten for the tutorial: (regular expression, replacement), applied
+to the Markdown of every tagged markdown cell and to the code of every tagged code cell."""
+COURSE_VOICE: list[str] = _TABLES["course_voice"]["patterns"]
+"""Phrases of a course, not of a pytorch.org page: none may be left in the script (`render` raises), and
+tests/tutorial/test_tutorial.py checks the written file with the same list."""
+
+MAX_BYTES = 35_000
+"""pytorch/tutorials' beginner tutorials are 10-15 KB; this one covers six topics in at most this."""
 
 
 def author_rst() -> str:
     name, handle = AUTHOR
     return f"`{name} <https://github.com/{handle}>`__"
-
-
-LEFT_OUT = {
-    # 1. nn.Linear: the shapes figure and the learner's own matmul / linear_forward
-    "5e88aada": "course", "4b593118": "course", "e6594244": "course", "389224f0": "length", "4bea72c8": "length",
-    "03f7f6cf": "course", "d35ffd5d": "course", "5669f2ea": "course",
-    # 2. nonlinearity: the five-layer collapse, relu(x) + relu(-x), the z = 0 spellings (version-dependent),
-    #    the sigmoid derivative by hand
-    "151250e7": "length", "f709aea5": "length", "a3cd8834": "length", "7aa17b80": "length",
-    "6d1986e6": "length", "c43e02af": "length", "14404977": "length", "a6ac715d": "length", "d76c709f": "length",
-    # 3. chain rule: the notation card (the Overview states the notation), the course's functions
-    #    (mse_loss_grad, linear_backward, relu_backward, mlp_backward) and the two-layer figure
-    "2d6ce979": "length", "91af7499": "course", "9da88135": "course", "75f330ff": "course",
-    "2570e9a3": "length", "8279e256": "length", "056b3c80": "length", "90b4748e": "course",
-    "10870fbc": "length", "16a47e7d": "length", "09df69a2": "course",
-    # 4. grad_fn: the learner's walk (graph_nodes, leaf_tensors), its stand-in recorder and drawing, the
-    #    engine order (private node._sequence_nr()) and the tensors-and-nodes figure
-    "ffd40d6b": "course", "bb2b9e43": "course", "c3a8a8a7": "course", "85c9c65c": "course", "2a677e5b": "course",
-    "ccbb0009": "course", "f560d8f9": "course", "92423621": "course", "305cec66": "private API",
-    "86335886": "private API", "be6b9157": "private API", "e9eca771": "length", "f939c320": "length",
-    "b651dd7c": "length", "f6dce862": "length", "f2b17e8e": "length", "2914b284": "length",
-    # 5. optimizer.step(): the learner's sgd_step and sgd_momentum_update, in-place updates by hand
-    "6ad296c5": "course", "096b6c4b": "course", "8c831b65": "course", "1ed0b48b": "course", "8c6710f1": "course",
-    "b75487c2": "length", "16c17df7": "length", "cab00005": "course",
-    # second pass, for length: collapse_linear, the sigmoid, the Jacobian's size, a second backward(v),
-    # backward through a linear layer (section 6.2 states and checks the same formulas), computed leaves,
-    # a node reached twice, the seven gradients one by one (section 6.3 checks them over 200 steps)
-    "9ccfd3cc": "length", "ae017d48": "length", "35aa60cc": "length", "db4db710": "length",
-    "f1d4d570": "length", "42cf5aad": "length", "da3ecffa": "length", "940fe7c8": "length",
-    "d991b3f1": "length", "c4854c1d": "length", "3da051b3": "length", "c51aa62f": "length",
-    "630e3f0d": "length", "f79d61b1": "length", "2fa6fec9": "length", "bf4b05d2": "length",
-    "d4906c44": "length", "182bd7bc": "length", "cc1845a1": "length", "fcb09329": "length",
-    "abcc45f8": "length", "5793341e": "length", "4652d04d": "length", "54f067f3": "length",
-    "7fd1d406": "length", "da230d59": "length", "b12a5f33": "length", "e4a940d8": "course",
-    "4a7a060f": "length", "202b8c27": "length", "182a6366": "length", "47204b28": "length",
-    "76320a59": "length", "406e4e81": "length", "65f14bf1": "length", "3c042a59": "length",
-}
-"""Tagged cells the tutorial leaves to the notebooks, by id, and why: "course" (written for someone doing
-the exercises: their own functions, stand-ins, diagnostics), "private API", or "length" (a beginner
-tutorial is at most MAX_BYTES; the notebooks keep the rest)."""
-
-MAX_BYTES = 35_000
-"""pytorch/tutorials' beginner tutorials are 10-15 KB; this one covers six topics in at most this."""
-
-REWRITES = [
-    (r"Check it on two real layers before you write it as a function:", "Check it on two real layers:"),
-    (r"\(imported in the setup cell as `jacobian`\)", "(imported in the Setup block as `jacobian`)"),
-    (r" You now write those formulas for the pieces of a small network\..*", "\n"),
-    (r" \(in which order, section 3 shows at its end\)", ""),
-    (r"\n\n\| \| leaf \(`w`.*", "\n"),
-    (r" In this notebook: `grad_out`\.", ""),
-    (r"A network is a longer chain,", "A network is a chain of steps,"),
-    (r"\A### Upstream and local gradients", "## 1. Upstream and local gradients"),   # its part 1 is left out
-    (r"\n\nThe transpose costs nothing: `W\.T` is a \*\*view\*\*.*", "\n"),
-    (r" \(Training\s+loops are the subject of notebooks 5 and 6;.*?the idea it builds on\.\)",
-     "\n(Sections 5 and 6 explain training; the optimizer here is `torch.optim.Adam`,\na variant of gradient"
-     " descent.)"),
-    (r" The setup cell packs this into `autograd_derivative\(f, z\)`:", " For ReLU:"),
-    (r'print\("autograd_derivative\(torch\.relu\):", autograd_derivative\(torch\.relu, z\)\)\n?', ""),
-    (r"\*\*Column form in this section\.\*\* .*?works in that form\.\n\n",
-     "Here $x$ is one sample and the layer is written $y = W x$ (`W @ t`), the usual form for Jacobians.\n\n"),
-    (r"Instead, every operation comes with a short formula for \$v\^\\top J\$ that never forms \$J\$",
-     "PyTorch never builds $J$. Every operation comes with a short formula for $v^\\top J$ instead"),
-    (r"The names are those of notebook 3's notation card\. .*?The forward pass is",
-     "Here $x$ has $N = 32$ samples of one feature, $W_1$ is $(16, 1)$ and $W_2$ is $(1, 16)$. The forward pass is"),
-    (r"\(Here \$\\text\{out\} = 1\$, so \$M = N = 32\$; the check after Exercise 1 has .*?they differ\.\)",
-     "(Here $M = N = 32$.)"),
-    (r"The next cell checks all seven gradients.*?as well\.",
-     "The next cell writes the forward pass, these gradients and the step out as one function, `train_mlp`."),
-]
-"""Course wording in tagged cells, rewritten for the tutorial: (regular expression, replacement), applied
-to the Markdown of every tagged markdown cell and to the code of every tagged code cell. The notebooks
-keep their wording."""
-
-COURSE_VOICE = [
-    r"\bexercises?\b", r"\byour (function|functions|walk|layer|list|code|answer|relu|graph_nodes|leaf_tensors)\b",
-    r"\bsetup cell\b", r"\bcheck cell\b", r"\bthe check after\b", r"\bgrade[ds]?\b", r"\bgrading\b",
-    r"\bhidden tests?\b", r"\bthe course\b", r"\bcourse's\b", r"\bcourse pack\b", r"\blearners?\b",
-    r"\bstand-ins?\b", r"\byou do not need to read\b", r"\bnotation card\b", r"_sequence_nr\b",
-]
-"""Phrases of a course, not of a pytorch.org page: none may be left in the script (`render` raises), and
-tests/tutorial/test_tutorial.py checks the written file with the same list."""
 
 
 def course_voice(text: str) -> list[str]:
@@ -174,212 +136,6 @@ def _one_check(code: str) -> str:
     kept = [line for i, line in enumerate(lines) if i not in drop]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip("\n")
 
-
-SECTIONS = {
-    "01_linear_algebra": """
-        A layer ``nn.Linear(in, out)`` stores a weight and a bias and computes one matrix product
-        plus a bias. This section writes that product out and checks it against the layer.""",
-    "02_activation_functions": """
-        Two linear layers with nothing between them are one linear layer. This section proves it,
-        then puts ReLU between the layers and computes its derivative, the number that
-        ``backward()`` multiplies by at each activation.""",
-    "03_chain_rule": """
-        ``loss.backward()`` fills the ``.grad`` of every parameter with a product of local
-        derivatives: the chain rule. This section computes the same numbers by hand and compares
-        them with what ``backward()`` leaves in ``.grad``.""",
-    "04_computational_graph": """
-        ``backward()`` finds its way from the loss to every weight because the forward pass
-        records a graph: every result gets a ``grad_fn`` node, and every parameter an
-        ``AccumulateGrad`` node. This section follows that graph by hand.""",
-    "05_gradient_descent": """
-        ``optimizer.step()`` moves every parameter in place, a small step against its gradient.
-        This section prints and draws a layer's parameters before and after one step.""",
-    "06_putting_it_together": """
-        A training step is three pieces of mathematics: the **forward** pass is linear algebra
-        (sections 1 and 2), **backward** is the chain rule (sections 3 and 4) and the **step** is
-        optimization (section 5). This section trains a small network twice from the same start,
-        once with ``backward()`` and ``torch.optim.SGD`` and once with the formulas written out,
-        and compares the two.""",
-}
-"""The six sections, in order (notebook N is section N), each with its lead paragraph."""
-
-TITLE = "The Mathematics Inside a PyTorch Training Loop"
-"""The tutorial's title: its page's heading and its card's on pytorch.org."""
-
-HEADER = '''\
-"""
-{title}
-{rule}
-
-**Author:** {author}
-
-.. grid:: 2
-
-   .. grid-item-card:: :octicon:`mortar-board;1em;` What you will learn
-
-      * What ``nn.Linear`` computes, checked against a matrix product written by hand
-      * Why a network needs a nonlinearity such as ReLU, and what its derivative is
-      * What ``backward()`` computes, checked against the chain rule
-      * How autograd records the ``grad_fn`` graph, and where its leaves are
-      * What ``optimizer.step()`` does to the parameters
-      * How forward, backward and step map to linear algebra, calculus and optimization
-
-   .. grid-item-card:: :octicon:`list-unordered;1em;` Prerequisites
-
-      * PyTorch (tested with 2.13 and 2.14); a CPU is enough (the tutorial runs in about 10 seconds)
-      * Tensors, their shape and indexing
-        (`Learn the Basics <https://pytorch.org/tutorials/beginner/basics/intro.html>`__)
-      * Matrix products, and the derivative of a function of one variable
-"""
-
-######################################################################
-# Overview
-# --------
-#
-# A PyTorch training loop is three lines: ``loss = loss_fn(model(x), y)``,
-# ``loss.backward()`` and ``optimizer.step()``. Each line is a piece of
-# mathematics: a matrix product, the chain rule and a gradient step. This
-# tutorial opens each of them, in six steps, and checks every formula
-# against PyTorch right after it is stated. It picks up where
-# `Build the Neural Network <https://pytorch.org/tutorials/beginner/basics/buildmodel_tutorial.html>`__
-# and `Automatic Differentiation <https://pytorch.org/tutorials/beginner/basics/autogradqs_tutorial.html>`__
-# stop: they show how to call these three lines, this tutorial what they compute.
-#
-# Setup
-# -----
-#
-# ``check_close(got, expected, what)`` compares a value computed by hand
-# with PyTorch's, by ``torch.testing.assert_close``, and prints what it
-# checked; a mismatch stops the tutorial with an error. ``fmt(t)`` prints a
-# tensor on one line.
-
-import matplotlib.pyplot as plt
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-from torch.autograd.functional import jacobian
-
-torch.manual_seed(0)
-
-TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}   # float rounding
-
-
-def check_close(got, expected, what, **tolerance):
-    """Compare a tensor computed by hand with PyTorch's; print what was checked."""
-    torch.testing.assert_close(got, expected, **(tolerance or TOLERANCE))
-    print(f"ok  {what}")
-
-
-def check_equal(got, expected, what):
-    """Compare plain Python values, such as lists of names."""
-    assert got == expected, f"{what}: expected {expected}, got {got}"
-    print(f"ok  {what}")
-
-
-'''
-
-CONCLUSION = """\
-Conclusion
-----------
-
-A training step is three pieces of mathematics, each checked against PyTorch here:
-
-* **forward** is linear algebra: ``nn.Linear`` computes :math:`x W^\\top + b`, and a
-  nonlinearity such as ReLU keeps two layers from collapsing into one;
-* **backward** is the chain rule: ``backward()`` multiplies upstream by local gradients along the
-  ``grad_fn`` graph, from the loss back to the ``.grad`` of the leaves, without building a Jacobian;
-* **step** is optimization: ``optimizer.step()`` applies
-  :math:`\\theta \\leftarrow \\theta - \\eta\\, \\partial L / \\partial \\theta` in place.
-
-Written out by hand, the three give the losses and parameters of ``backward()`` and
-``torch.optim.SGD``, to float rounding.
-
-Further Reading
----------------
-
-* `Automatic Differentiation with torch.autograd <https://pytorch.org/tutorials/beginner/basics/autogradqs_tutorial.html>`__
-* `Build the Neural Network <https://pytorch.org/tutorials/beginner/basics/buildmodel_tutorial.html>`__
-* `A Gentle Introduction to torch.autograd <https://pytorch.org/tutorials/beginner/blitz/autograd_tutorial.html>`__
-* `Autograd mechanics <https://pytorch.org/docs/stable/notes/autograd.html>`__
-* `torch.nn.Linear <https://pytorch.org/docs/stable/generated/torch.nn.Linear.html>`__
-* `torch.optim.SGD <https://pytorch.org/docs/stable/generated/torch.optim.SGD.html>`__
-* `torch.testing.assert_close <https://pytorch.org/docs/stable/testing.html>`__
-"""
-
-
-@dataclass(frozen=True)
-class Check:
-    code: str
-    text: str = ""
-    """With text: a block of its own, after the cell's. Without: appended to the cell's block."""
-    then: str = ""
-    """With text and then: `code` is appended to the cell's block, and `then` is the block after `text`."""
-
-
-CHECKS: dict[str, Check] = {
-    # -- 1. nn.Linear ---------------------------------------------------------------------------
-    "7c7eb699": Check("""
-        check_close(y_formula, y_layer, "x Wᵀ + b equals layer(x)")"""),
-    # -- 2. nonlinearity ------------------------------------------------------------------------
-    "fa2de65c": Check("""
-        check_close(one_layer, two_layers, "x (W2 W1)ᵀ + (W2 b1 + b2) equals layer2(layer1(x))")"""),
-    "47c2b3e6": Check("""
-        z_check = torch.linspace(-3, 3, 13)
-        check_close(relu(z_check), torch.relu(z_check), "relu(z) equals torch.relu(z)")"""),
-    "a9e7586f": Check("""
-        check_close(z.grad, (z > 0).float(), "z.grad is relu'(z): 1 where z > 0, 0 elsewhere")"""),
-    # -- 3. the chain rule ----------------------------------------------------------------------
-    "bd555262": Check("""
-        check_close(grad_x, x.grad, "upstream times local, step by step, equals x.grad")"""),
-    "e1913380": Check("""
-        check_close(jacobian(lambda t: W @ t, x), W, "the Jacobian of x ↦ W x is W")
-        check_close(jacobian(lambda t: t ** 2, x), torch.diag(2 * x), "the Jacobian of x ↦ x² is diag(2x)")"""),
-    "fa0ae403": Check("""
-        check_close(x.grad, v @ W, "y.backward(v) leaves vᵀ J = v W in x.grad")""", text="""
-        In a network :math:`v` is not arbitrary: it is the **head gradient** :math:`\\partial L / \\partial y`
-        of the loss computed from :math:`y`. Handing it to ``y.backward`` fills the same ``x.grad`` as
-        ``L.backward()``:""", then="""
-        x.grad = None
-        y = W @ x
-        L = (y ** 2).sum()                                       # a loss computed from y
-        head = torch.autograd.grad(L, y, retain_graph=True)[0]    # ∂L/∂y = 2y
-        y.backward(gradient=head, retain_graph=True)
-        by_head, x.grad = x.grad, None
-        L.backward()
-        check_close(by_head, x.grad, "y.backward(∂L/∂y) fills the same x.grad as L.backward()")"""),
-    # -- 4. the grad_fn graph -------------------------------------------------------------------
-    "a4ed0cca": Check("""
-        check_equal((acc_w.variable is w, acc_b.variable is b), (True, True),
-                    "the AccumulateGrad nodes hold w and b themselves")"""),
-    # -- 5. optimizer.step() --------------------------------------------------------------------
-    "cc9c7f30": Check(text="""
-        The figure shows each parameter before the step (grey), the step
-        :math:`-\\eta\\, \\partial L / \\partial \\theta` (arrow) and the parameter after it.""", code="""
-        labels = [f"{name}[{i}]" for name, p in model.named_parameters() for i in range(p.numel())]
-        old = torch.cat([before[name].flatten() for name, _ in model.named_parameters()])
-        new = torch.cat([p.detach().flatten() for p in model.parameters()])
-        fig, ax = plt.subplots(figsize=(6, 3))
-        ax.scatter(range(len(old)), old, color="gray", s=60, label="before step()")
-        ax.scatter(range(len(new)), new, color="C0", s=60, label="after step()")
-        for i, (a, c) in enumerate(zip(old.tolist(), new.tolist())):
-            ax.annotate("", xy=(i, c), xytext=(i, a), arrowprops=dict(arrowstyle="->", color="C3"))
-        ax.set_xticks(range(len(labels)), labels)
-        ax.set_xlim(-0.5, len(labels) - 0.5)
-        ax.set_ylabel("value"); ax.set_title("one step of SGD, lr = 0.1: θ ← θ − lr · grad"); ax.legend()
-        plt.show()"""),
-    "0638d47b": Check("""
-        check_equal((model.weight is weight_object, model.weight.is_leaf), (True, True),
-                    "step() changed model.weight in place: the same object, still a leaf")"""),
-    # -- 6. the whole loop ----------------------------------------------------------------------
-    "3c342341": Check("""
-        check_close(torch.tensor(my_losses), torch.tensor(torch_losses), "the 200 losses by hand equal PyTorch's")
-        for key, param in zip(("W1", "b1", "W2", "b2"), model.parameters()):
-            check_close(mine[key], param.detach(), f"{key} after 200 steps: by hand equals PyTorch")"""),
-}
-"""Code run right after a tagged cell (by its id), comparing what it computed with PyTorch."""
-
-HELPERS = {"05_gradient_descent": ["fmt"]}
-"""Helpers of the notebooks' setup cells that tagged cells call: copied into the setup block."""
 
 _LEARNER_ONLY = re.compile(r"^\*What you may use\*.*?(?:\n[ \t]*\n|\Z)", re.M | re.S)
 """The paragraph that tells a learner what an exercise may use."""
@@ -524,7 +280,7 @@ def sections() -> list[Section]:
     used = {b.cell for section in result for b in section.blocks}
     stale = sorted(set(CHECKS) - used)
     if stale:
-        raise TutorialError(f"autograder/tutorial/make.py has checks after cells that are not tagged {TAG!r} (or no "
+        raise TutorialError(f"autograder/tutorial/tables.toml has checks after cells that are not tagged {TAG!r} (or no "
                             f"longer exist): {', '.join(stale)}")
     return result
 
