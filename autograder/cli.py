@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         from autograder.instructor.learner_config import main as learner_config
         return learner_config(args.exchange, args.out, args.course_id, args.force)
     if args.command == "report":
-        from autograder.instructor.classreport import write_report
+        from autograder.instructor.classreport.page import write_report
         return write_report(args.dir, args.out)
     if args.command == "similarity":
         from autograder.similarity.run import main as similarity

@@ -93,7 +93,7 @@ def demo(assignments: list[str] | None = None, jobs: int | None = None, every: b
                    results=ROOT / "feedback_json")
     print(f"  {said.getvalue().strip()}")
     _step("class report (python -m autograder report feedback_json --out feedback_json/report)")
-    from autograder.instructor.classreport import write_report
+    from autograder.instructor.classreport.page import write_report
     with contextlib.redirect_stdout(io.StringIO()):  # its own "report: PATH" line, said below
         write_report(ROOT / "feedback_json", ROOT / "feedback_json" / "report")
     print("  open it in a browser: file://"

@@ -145,7 +145,8 @@ def test_a_flag_is_a_hidden_zero_point_entry_in_results(tmp_path):
 
 
 def test_the_class_report_counts_and_quotes_what_needs_review(tmp_path):
-    from autograder.instructor.classreport import load, needs_review, render
+    from autograder.instructor.classreport.page import render
+    from autograder.instructor.classreport.tally import load, needs_review
     flag = {"name": "matmul: needs review", "score": 0.0, "max_score": 0.0, "status": "failed",
             "visibility": "hidden",
             "output": "Flagged for the instructor ...\ncell matmul, line 3: `import gc`: gc (x)"}

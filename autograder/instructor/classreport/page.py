@@ -1,278 +1,22 @@
-"""Class report: `python -m autograder report DIR --out REPORT_DIR`.
+"""The class report's page and its command: `python -m autograder report DIR --out REPORT_DIR`.
 
-Reads a batch's DIR (`DIR/<student>/<assignment>.json`, as written by
-`python -m autograder grade SUBMITTED --out DIR`) and writes one
-self-contained `REPORT_DIR/index.html` (figures are PNGs embedded as data
-URIs: it works offline, and can be mailed as one file) showing what a class
-got wrong: the score distribution per assignment, the pass rate of every
-graded function, the most frequent named mistakes (the hints learners
-received, counted once per notebook), the notebooks that could not be graded,
-and the slowest notebooks (`extra_data.seconds`, when the results carry it).
+Writes one self-contained `REPORT_DIR/index.html` (figures are PNGs embedded as data URIs: it works
+offline, and can be mailed as one file) from the numbers of tally.py and the figures of figures.py;
+every name and message a learner chose is escaped.
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import io
-import json
-import re
 import statistics
 import sys
-import textwrap
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from collections import defaultdict
 from pathlib import Path
 
-from autograder.course import ASSIGNMENTS
-
-_HINT = re.compile(r"Hint: (.+)")
-_NOT_WRITTEN = ("is not written yet", "is not defined")
-PASSED, FAILED, MISSING = "#3a8f5c", "#e08a2e", "#b9bec5"
-
-
-@dataclass
-class Result:
-    """One DIR/<student>/<assignment>.json."""
-
-    student: str
-    assignment: str
-    score: float
-    max_score: float
-    tests: list[dict]
-    output: str = ""
-    seconds: float | None = None
-    retry: bool = False
-
-    @property
-    def graded(self) -> bool:
-        """Whether hidden tests ran (False: scored 0 with a message, e.g. not a notebook)."""
-        return bool(self.tests)
-
-
-@dataclass
-class Mistake:
-    assignment: str
-    function: str
-    hint: str
-    students: list[str] = field(default_factory=list)
-
-
-def _function(test: dict) -> str:
-    return str(test.get("name", "")).split(":", 1)[0].strip()
-
-
-def load(folder: Path) -> list[Result]:
-    """Every readable result file of a batch's DIR (others are named on stderr and left out)."""
-    out = []
-    for path in sorted(Path(folder).glob("*/*.json")):
-        try:
-            data = json.loads(path.read_bytes())
-            extra = data.get("extra_data") if isinstance(data.get("extra_data"), dict) else {}
-            seconds = extra.get("seconds")
-            out.append(Result(
-                path.parent.name, path.stem, float(data["score"]), float(data["max_score"]),
-                [t for t in data.get("tests", []) if isinstance(t, dict)],
-                str(data.get("output") or ""),
-                float(seconds) if isinstance(seconds, (int, float)) else None,
-                bool(extra.get("retry"))))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            print(f"warning: {path}: not a readable result file; left out of the report",
-                  file=sys.stderr)
-    return out
-
-
-REVIEW = ": needs review"
-"""How the name of a flag for the instructor ends (autograder/rules/review.py)."""
-
-
-def needs_review(results: list[Result]) -> list[tuple[str, str, str, list[str]]]:
-    """(student, assignment, cell, flagged lines quoted) of every flag for the instructor: code
-    that used what no exercise needs (frames, gc, sys.modules, the grader's modules, ...)."""
-    out = []
-    for r in results:
-        for t in r.tests:
-            name = str(t.get("name", ""))
-            if name.endswith(REVIEW) and float(t.get("max_score") or 0) == 0:
-                lines = [line for line in str(t.get("output", "")).splitlines()
-                         if line.startswith("cell ")]
-                out.append((r.student, r.assignment, name[:-len(REVIEW)], lines))
-    return out
-
-
-def _order(assignments) -> list[str]:
-    known = [a for a in ASSIGNMENTS if a in assignments]
-    return known + sorted(set(assignments) - set(known))
-
-
-def function_table(results: list[Result]) -> list[tuple[str, str, int, int, int]]:
-    """(assignment, function, passed, failed, not written) per graded function, counting the
-    notebooks whose tests ran; a function passes when all its autograded tests pass."""
-    counts: dict[tuple[str, str], Counter] = defaultdict(Counter)
-    for r in results:
-        outcome: dict[str, str] = {}
-        for t in r.tests:
-            if float(t.get("max_score") or 0) <= 0:
-                continue  # a written answer graded by hand
-            f = _function(t)
-            if t.get("status") == "passed":
-                outcome.setdefault(f, "passed")
-            elif any(p in str(t.get("output", "")) for p in _NOT_WRITTEN):
-                outcome[f] = "missing"
-            elif outcome.get(f) != "missing":
-                outcome[f] = "failed"
-        for f, o in outcome.items():
-            counts[(r.assignment, f)][o] += 1
-    rows = []
-    for a in _order({a for a, _ in counts}):
-        functions = [f for f in ASSIGNMENTS[a].functions if (a, f) in counts] \
-            if a in ASSIGNMENTS else []
-        functions += sorted(f for b, f in counts if b == a and f not in functions)
-        for f in functions:
-            c = counts[(a, f)]
-            rows.append((a, f, c["passed"], c["failed"], c["missing"]))
-    return rows
-
-
-def mistakes(results: list[Result]) -> list[Mistake]:
-    """The named mistakes (hints), most frequent first, each counted once per notebook."""
-    found: dict[tuple[str, str, str], Mistake] = {}
-    for r in results:
-        seen = set()
-        for t in r.tests:
-            if t.get("status") != "failed":
-                continue
-            for hint in _HINT.findall(str(t.get("output", ""))):
-                key = (r.assignment, _function(t), hint.strip())
-                if key not in seen:
-                    seen.add(key)
-                    found.setdefault(key, Mistake(*key)).students.append(r.student)
-    found = _merge_variants(found)
-    order = {a: i for i, a in enumerate(_order({k[0] for k in found}))}
-    return sorted(found.values(), key=lambda m: (-len(m.students), order[m.assignment],
-                                                  m.function, m.hint))
-
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(])")
-
-
-def _merge_variants(found: dict[tuple[str, str, str], Mistake]) -> dict:
-    """One mistake named with the input it was seen on ("Here t = sum(w * x + b). Skip None:
-    ...") is one mistake: hints of a function that end with the same sentences, making up most
-    of each hint, are counted together under those sentences."""
-    suffixes: dict[tuple[str, str, str], set[str]] = defaultdict(set)
-    for a, f, hint in found:
-        parts = _SENTENCE.split(hint)
-        for i in range(1, len(parts)):
-            tail = " ".join(parts[i:])
-            if len(tail) >= 40 and len(tail) >= 0.6 * len(hint):
-                suffixes[(a, f, tail)].add(hint)
-    merged: dict[tuple[str, str, str], Mistake] = {}
-    for (a, f, hint), m in found.items():
-        shared = [tail for (b, g, tail), hints in suffixes.items()
-                  if (b, g) == (a, f) and hint in hints and len(hints) > 1]
-        key = (a, f, max(shared, key=len)) if shared else (a, f, hint)
-        target = merged.setdefault(key, Mistake(*key))
-        target.students += [s for s in m.students if s not in target.students]
-    return merged
-
-
-# --- figures ----------------------------------------------------------------------------------
-
-def _png(fig) -> str:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=100)
-    import matplotlib.pyplot as plt
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    plt.rcParams.update({"font.size": 10, "axes.spines.top": False, "axes.spines.right": False,
-                         "axes.titlesize": 11})
-    return plt
-
-
-def figure_scores(results: list[Result]) -> str:
-    plt = _plt()
-    by = defaultdict(list)
-    for r in results:
-        by[r.assignment].append(r)
-    names = _order(by)
-    cols = min(4, len(names))
-    rows = -(-len(names) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(2.8 * cols + 0.6, 2.4 * rows + 0.3),
-                             squeeze=False, constrained_layout=True)
-    for ax in axes.flat[len(names):]:
-        ax.axis("off")
-    for ax, a in zip(axes.flat, names):
-        top = max((r.max_score for r in by[a]), default=0) or 1
-        scores = [r.score for r in by[a]]
-        edges = [x - 0.5 for x in range(int(top) + 2)] if top <= 30 else 15
-        ax.hist(scores, bins=edges, color="#4a78b5", edgecolor="white")
-        ax.set_xlim(-0.7, top + 0.7)
-        ax.set_title(f"{a}\n{len(scores)} notebooks, mean {statistics.mean(scores):.1f} / {top:g}",
-                     fontsize=9)
-        ax.set_xlabel("score")
-        ax.yaxis.get_major_locator().set_params(integer=True)
-        ax.xaxis.get_major_locator().set_params(integer=True)
-    axes[0][0].set_ylabel("notebooks")
-    return _png(fig)
-
-
-def figure_functions(rows) -> str:
-    plt = _plt()
-    labels = [f"{f}  ({a[:2]})" for a, f, *_ in rows]
-    totals = [max(1, p + f + m) for _, _, p, f, m in rows]
-    passed = [p / t for (_, _, p, _, _), t in zip(rows, totals)]
-    failed = [f / t for (_, _, _, f, _), t in zip(rows, totals)]
-    missing = [m / t for (_, _, _, _, m), t in zip(rows, totals)]
-    fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.2), constrained_layout=True)
-    y = list(range(len(rows)))
-    ax.barh(y, passed, color=PASSED, label="passed")
-    ax.barh(y, failed, left=passed, color=FAILED, label="failed")
-    ax.barh(y, missing, left=[p + f for p, f in zip(passed, failed)], color=MISSING,
-            label="not written")
-    for i, p in enumerate(passed):
-        ax.text(0.01, i, f"{p:.0%}", va="center", ha="left", color="white", fontsize=8,
-                fontweight="bold")
-    ax.set_yticks(y, labels)
-    ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.xaxis.set_major_formatter(plt.matplotlib.ticker.PercentFormatter(1.0))
-    ax.set_xlabel("share of graded notebooks")
-    ax.legend(loc="lower right", bbox_to_anchor=(1, 1), ncol=3, frameon=False)
-    return _png(fig)
-
-
-def figure_mistakes(top: list[Mistake]) -> str:
-    plt = _plt()
-    labels = [f"{i}. {m.function}: {textwrap.shorten(m.hint, 58, placeholder='…')}"
-              for i, m in enumerate(top, 1)]
-    fig, ax = plt.subplots(figsize=(9, 0.34 * len(top) + 1.0), constrained_layout=True)
-    counts = [len(m.students) for m in top]
-    ax.barh(range(len(top)), counts, color="#c0504d")
-    ax.set_yticks(range(len(top)), labels, fontsize=8.5)
-    ax.invert_yaxis()
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    ax.set_xlabel("notebooks that received the hint")
-    return _png(fig)
-
-
-def figure_slowest(slow: list[Result]) -> str:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(9, 0.32 * len(slow) + 1.0), constrained_layout=True)
-    ax.barh(range(len(slow)), [r.seconds for r in slow], color="#7a6bb0")
-    ax.set_yticks(range(len(slow)), [f"{r.student} / {r.assignment}" for r in slow], fontsize=8.5)
-    ax.invert_yaxis()
-    ax.set_xlabel("seconds of hidden tests")
-    return _png(fig)
-
-
-# --- the page ---------------------------------------------------------------------------------
+from autograder.instructor.classreport.figures import figure_functions, figure_mistakes, \
+    figure_scores, figure_slowest
+from autograder.instructor.classreport.tally import Result, assignment_order, function_table, \
+    load, mistakes, needs_review
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2328;
@@ -311,7 +55,7 @@ def render(results: list[Result], source: str) -> str:
     by = defaultdict(list)
     for r in results:
         by[r.assignment].append(r)
-    names = _order(by)
+    names = assignment_order(by)
     students = sorted({r.student for r in results})
     rows = function_table(results)
     found = mistakes(results)
