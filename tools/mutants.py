@@ -27,9 +27,6 @@ tests are seeded (hypothesis runs derandomized).
 from __future__ import annotations
 
 import argparse
-import ast
-import copy
-import difflib
 import json
 import subprocess
 import sys
@@ -45,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 import nbformat  # noqa: E402
 
 from autograder.course import ASSIGNMENTS  # noqa: E402
+from autograder.grade.mutation import mutate  # noqa: E402
 from autograder.instructor.samples import Scenario, submission_notebook  # noqa: E402
 
 # ---------------------------------------------------------------------------
@@ -338,249 +336,7 @@ def handwritten(function: str) -> list[tuple[str, str]]:
             for label, body in WALKS.items()]
 
 
-# ---------------------------------------------------------------------------
-# The mutator
-
-COMPARE = {ast.Gt: [ast.GtE, ast.Lt], ast.GtE: [ast.Gt, ast.LtE], ast.Lt: [ast.LtE, ast.Gt],
-           ast.LtE: [ast.Lt, ast.GtE], ast.Eq: [ast.NotEq], ast.NotEq: [ast.Eq],
-           ast.Is: [ast.IsNot], ast.IsNot: [ast.Is], ast.In: [ast.NotIn], ast.NotIn: [ast.In]}
-BINOP = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult,
-         ast.Pow: ast.Mult, ast.MatMult: ast.Mult, ast.FloorDiv: ast.Div}
-RENAME = {"sum": "mean", "mean": "sum", "max": "min", "min": "max", "amax": "amin",
-          "zeros_like": "ones_like", "ones_like": "zeros_like", "add": "sub", "sub": "add",
-          "mul": "div", "div": "mul", "add_": "sub_", "sub_": "add_", "mul_": "div_",
-          "clone": "detach", "popleft": "pop", "appendleft": "append",
-          "retain_grad": "requires_grad_"}
-"""A called function or method replaced by a look-alike: f(...) -> g(...)."""
-DROP_CALL = {"transpose", "t", "clone", "detach", "item", "contiguous", "float", "double", "to",
-             "squeeze", "unsqueeze", "retain_grad", "requires_grad_", "copy", "norm", "abs",
-             "sqrt", "neg", "tolist", "list", "reversed", "sorted"}
-"""x.method(...) -> x, and f(x) -> x."""
-
-
-def _copy(node):
-    return copy.deepcopy(node)
-
-
-def expression_mutants(node) -> list[ast.expr]:
-    """Replacements for one expression node."""
-    out = []
-    if isinstance(node, ast.Compare):
-        for i, op in enumerate(node.ops):
-            for new in COMPARE.get(type(op), []):
-                m = _copy(node)
-                m.ops[i] = new()
-                out.append(m)
-    elif isinstance(node, ast.Constant) and not isinstance(node.value, (str, bytes)) \
-            and node.value is not None and node.value is not Ellipsis:
-        v = node.value
-        if isinstance(v, bool):
-            out.append(ast.Constant(not v))
-        elif isinstance(v, int):
-            out += [ast.Constant(v + 1), ast.Constant(v - 1)]
-        elif isinstance(v, float):
-            out += [ast.Constant(v + 1.0)] + ([ast.Constant(0.0)] if v else [])
-    elif isinstance(node, ast.BinOp):
-        if type(node.op) in BINOP:
-            out.append(ast.BinOp(_copy(node.left), BINOP[type(node.op)](), _copy(node.right)))
-        if isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)):
-            out.append(_copy(node.left))                       # drop a term / factor
-            if not isinstance(node.op, ast.Pow):
-                out.append(_copy(node.right))
-        if isinstance(node.op, (ast.Sub, ast.Div, ast.MatMult)):
-            out.append(ast.BinOp(_copy(node.right), node.op, _copy(node.left)))
-    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
-        out.append(_copy(node.operand))
-    elif isinstance(node, ast.BoolOp):
-        out.append(ast.BoolOp(ast.Or() if isinstance(node.op, ast.And) else ast.And(),
-                              _copy(node.values)))
-        out += [_copy(v) for v in node.values]
-    elif isinstance(node, ast.Attribute) and node.attr in ("T", "mT"):
-        out.append(_copy(node.value))
-    elif isinstance(node, ast.IfExp):
-        out += [ast.IfExp(_copy(node.test), _copy(node.orelse), _copy(node.body)),
-                _copy(node.body), _copy(node.orelse)]
-    elif isinstance(node, ast.Call):
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-        if name in RENAME:
-            m = _copy(node)
-            setattr(m.func, "attr" if isinstance(func, ast.Attribute) else "id", RENAME[name])
-            out.append(m)
-        if name in DROP_CALL:
-            if isinstance(func, ast.Attribute):
-                out.append(_copy(func.value))
-            elif len(node.args) == 1 and not node.keywords:
-                out.append(_copy(node.args[0]))
-        if name == "numel" and isinstance(func, ast.Attribute):   # every entry -> the batch
-            out.append(ast.Call(ast.Name("len", ast.Load()), [_copy(func.value)], []))
-        if name == "squeeze" and node.args:
-            m = _copy(node)
-            m.args = []
-            out.append(m)
-        if name == "append" and len(node.args) == 1 and isinstance(func, ast.Attribute):
-            out.append(ast.Call(ast.Attribute(_copy(func.value), "insert", ast.Load()),
-                                [ast.Constant(0), _copy(node.args[0])], []))
-        if name == "pop" and isinstance(func, ast.Attribute):
-            m = _copy(node)
-            m.args = [] if node.args else [ast.Constant(0)]
-            out.append(m)
-        if len(node.args) >= 2:
-            m = _copy(node)
-            m.args[0], m.args[1] = m.args[1], m.args[0]
-            out.append(m)
-        for i, kw in enumerate(node.keywords):
-            if kw.arg is not None:
-                m = _copy(node)
-                del m.keywords[i]
-                out.append(m)
-    elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) \
-            and node.slice.step is not None:                      # x[::-1] -> x
-        out.append(_copy(node.value))
-    return out
-
-
-def statement_mutants(node, names) -> list[list[ast.stmt]]:
-    """Replacements (lists of statements) for one statement in a body."""
-    if isinstance(node, (ast.FunctionDef, ast.ClassDef)) or (
-            isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
-        return []                                                  # defs, docstrings
-    out = [[]]                                                     # removed
-    if isinstance(node, (ast.Expr, ast.AugAssign)):
-        out.append([_copy(node), _copy(node)])                     # done twice
-    if isinstance(node, ast.With):
-        out.append(_copy(node.body))
-    if isinstance(node, ast.If):
-        out.append(_copy(node.body))
-        if node.orelse:
-            out.append(_copy(node.orelse))
-        m = _copy(node)
-        m.test = ast.UnaryOp(ast.Not(), m.test)
-        out.append([m])
-    if isinstance(node, ast.For):
-        m = _copy(node)
-        m.iter = ast.Call(ast.Name("reversed", ast.Load()),
-                          [ast.Call(ast.Name("list", ast.Load()), [m.iter], [])], [])
-        out.append([m])
-    if isinstance(node, ast.AugAssign):                            # p -= v -> p = p - v
-        out.append([ast.Assign([_copy(node.target)],
-                               ast.BinOp(_load(node.target), node.op, _copy(node.value)))])
-    if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-            and isinstance(node.value, ast.BinOp) \
-            and isinstance(node.targets[0], (ast.Name, ast.Attribute, ast.Subscript)) \
-            and ast.dump(_load(node.targets[0])) == ast.dump(node.value.left):
-        out.append([ast.AugAssign(_copy(node.targets[0]), node.value.op,  # p = p - v -> p -= v
-                                  _copy(node.value.right))])
-    if isinstance(node, ast.Return) and node.value is not None:
-        own = ast.unparse(node.value)
-        out += [[ast.Return(ast.Name(n, ast.Load()))] for n in names if n != own]
-    return out
-
-
-def _load(target):
-    m = _copy(target)
-    m.ctx = ast.Load()
-    return m
-
-
-def _local_names(func) -> list[str]:
-    """The first three local variables of a def (what it might return by mistake)."""
-    found = []
-    for node in ast.walk(func):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in found:
-            found.append(node.id)
-    return found[:3]
-
-
-def _sites(tree):
-    """(path, node, replacements) for every place to mutate, in source order. `path` leads
-    from the module to the node's list slot or field, so it finds the same place in a copy."""
-    def walk(node, path, names):
-        for field, value in ast.iter_fields(node):
-            items = list(enumerate(value)) if isinstance(value, list) else [(None, value)]
-            for index, child in items:
-                if not isinstance(child, ast.AST):
-                    continue
-                here = path + [(field, index)]
-                if isinstance(child, (ast.FunctionDef, ast.ClassDef)):
-                    yield from walk(child, here, _local_names(child) if isinstance(
-                        child, ast.FunctionDef) else names)
-                    continue
-                if isinstance(child, ast.stmt) and index is not None:
-                    yield here, child, statement_mutants(child, names)
-                    if index + 1 < len(value) and _swappable(child, value[index + 1]):
-                        yield here, child, ["swap"]
-                elif isinstance(child, ast.expr) and field not in ("targets", "target"):
-                    yield here, child, expression_mutants(child)
-                yield from walk(child, here, names)
-    top = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
-    for node in top:
-        i = tree.body.index(node)
-        names = _local_names(node) if isinstance(node, ast.FunctionDef) else []
-        yield from walk(node, [("body", i)], names)
-
-
-def _swappable(node, nxt) -> bool:
-    """Swapping two plain assignments mostly gives a NameError: not worth a mutant."""
-    plain = (ast.Assign, ast.Return)
-    docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-    return not (docstring or isinstance(node, ast.Return)
-                or isinstance(node, plain) and isinstance(nxt, plain))
-
-
-def _replace(tree, path, new):
-    *head, (field, index) = path
-    parent = tree
-    for f, i in head:
-        parent = getattr(parent, f) if i is None else getattr(parent, f)[i]
-    if new == "swap":
-        body = getattr(parent, field)
-        body[index], body[index + 1] = body[index + 1], body[index]
-    elif isinstance(new, list):
-        body = getattr(parent, field)
-        body[index:index + 1] = new
-        if not body:
-            body.append(ast.Pass())
-    elif index is None:
-        setattr(parent, field, new)
-    else:
-        getattr(parent, field)[index] = new
-
-
-def describe(original: str, mutated: str) -> str:
-    """The changed lines, one line: `old` -> `new` (stripped; `a / b` for several lines)."""
-    a, b = original.splitlines(), mutated.splitlines()
-    parts = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        old = " / ".join(line.strip() for line in a[i1:i2])
-        new = " / ".join(line.strip() for line in b[j1:j2])
-        if tag == "replace":
-            parts.append(f"`{old}` -> `{new}`")
-        elif tag == "delete":
-            parts.append(f"removed `{old}`")
-        elif tag == "insert":
-            parts.append(f"added `{new}`")
-    return "; ".join(parts)
-
-
-def mutate(cell: str) -> list[tuple[str, str]]:
-    """(change, mutated cell) for every distinct mutant of the defs in an answer cell."""
-    tree = ast.parse(cell)
-    original = ast.unparse(tree)
-    out, seen = [], {original}
-    for path, _, replacements in list(_sites(tree)):
-        for new in replacements:
-            mutated = copy.deepcopy(tree)
-            _replace(mutated, path, new if new == "swap" else copy.deepcopy(new))
-            try:
-                text = ast.unparse(ast.fix_missing_locations(mutated))
-                compile(text, "<mutant>", "exec")
-            except (SyntaxError, ValueError, TypeError, AttributeError):
-                continue
-            if text not in seen:
-                seen.add(text)
-                out.append((describe(original, text), text))
-    return out
+# The mutator is autograder/grade/mutation.py (the error model uses it too).
 
 
 @dataclass
@@ -613,7 +369,8 @@ def mutants_for(assignment: str, functions=None) -> list[Mutant]:
     return [Mutant(assignment, f, i, change, text)
             for f in ASSIGNMENTS[assignment].functions
             if f in cells and (not functions or f in functions)
-            for i, (change, text) in enumerate(mutate(cells[f]) + handwritten(f))]
+            for i, (change, text) in enumerate([(m.change, m.text) for m in mutate(cells[f])]
+                                               + handwritten(f))]
 
 
 # ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Callable, Mapping
 
 import torch
 
-from autograder.grade import difference
+from autograder.grade import causes, difference
 from autograder.jail.inside.wire import Unsupported
 
 __all__ = ["GradingFailure", "alternatives", "described_list", "expect_tensor", "expect_equal", "fail",
@@ -42,6 +42,19 @@ def _described(got, expected: torch.Tensor, shape: bool = False) -> str:
     except Exception:  # noqa: BLE001 - a description is extra; the message stands without it
         said = ""
     return f"\nWhat differs: {said}" if said else ""
+
+
+def _caused(got, expected: torch.Tensor, listed: str = "") -> str:
+    """`listed` (the hint of a known mistake whose value this is) or, without one, "\nHint: ..."
+    naming the causes the error model finds in the learner's code (causes.explain), or ""."""
+    if listed:
+        return listed
+    rtol, atol = TOLERANCE.get(expected.dtype, (1e-7, 1e-9))
+    try:
+        said = causes.explain(got, expected, rtol, atol)
+    except Exception:  # noqa: BLE001 - a cause is extra; the message stands without it
+        said = []
+    return alternatives(said)
 
 
 def described_list(got, expected, noun: str = "items") -> str:
@@ -88,7 +101,7 @@ def expect_tensor(got, expected: torch.Tensor, what: str, *,
     hint = _diagnose(got, expected, mistakes)
     if got.shape != expected.shape:
         fail(f"{what}: the shape is {_shape(got)}; expected {_shape(expected)}."
-             f"{hint or _described(got, expected, shape=True)}")
+             f"{_caused(got, expected, hint) or _described(got, expected, shape=True)}")
     if got.dtype == torch.bool and expected.dtype != torch.bool:
         fail(f"{what}: the dtype is torch.bool; expected {expected.dtype}. Comparisons like "
              f"`z > 0` give booleans: convert with `.to(z.dtype)`.{hint}")
@@ -106,7 +119,7 @@ def expect_tensor(got, expected: torch.Tensor, what: str, *,
     fail(f"{what}: right shape but wrong values: largest difference "
          f"{diff.max().item():.3g}{where} (expected {expected[index].item():.6g}, "
          f"got {got[index].item():.6g}; tolerance rtol={rtol:g}, atol={atol:g})."
-         f"{hint or _described(got, expected)}")
+         f"{_caused(got, expected, hint) or _described(got, expected)}")
 
 
 STALE = ("{} returned the same result for new values of the same shape: does it keep results from "

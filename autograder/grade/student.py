@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from autograder.grade.compare import fail, note_inputs, raised_hint
-from autograder.course import base_name
+from autograder.grade.compare import alternatives, fail, note_inputs, raised_hint
+from autograder.course import _source, base_name
+from autograder.grade import causes
 from autograder.grade.submission import Submission, defined_names
 from autograder.jail.sandbox import Reply, Sandbox
 from autograder.jail.inside.wire import Recipe
@@ -195,12 +196,21 @@ class Student:
                  for i, p in enumerate(reply.params[:len(args)])]
         names += [f"argument {i + 1}" for i in range(len(names), len(args))]
         note_inputs([*zip(names, args), *(kwargs or {}).items()])
+        causes.note_call(causes.Call(self.assignment.id, name, args, dict(kwargs or {}),
+                                     self._code(name)))
         return reply
+
+    def _code(self, name: str) -> str:
+        """The learner's code that runs for `name` (its program without the setup cells)."""
+        setup = set(_source(self.assignment.id).setup)
+        program = dict(self.submission.programs).get(name) or self.submission.cells
+        return "\n\n".join(c["source"] for c in program if c["source"] not in setup)
 
     def drive(self, name: str, driver: Recipe, *args) -> Reply:
         """Raw call of a class the learner completed: the trusted `driver(cls, *args)` runs it."""
         others = {k: v for k, v in self.references.items() if k != name}
         self._replay = (name, lambda: self.drive(name, driver, *args))
+        causes.note_call(None)
         return self.sandbox.call(name, args, {}, references=others, driver=driver)
 
     def __getattr__(self, name: str):
@@ -258,7 +268,8 @@ class Student:
             if exc.is_a("MemoryError") or "can't allocate memory" in exc.message:
                 fail(f"{call} ran out of memory: it tried to allocate far more than the inputs need.")
             where = f"\n{exc.where.rstrip()}" if exc.where else ""
-            hint = hint or raised_hint(reply) or self._raised_only_after_earlier_calls(name, reply, args, kwargs)
+            hint = hint or self._raised_cause(exc) or raised_hint(reply) \
+                or self._raised_only_after_earlier_calls(name, reply, args, kwargs)
             fail(f"{call} raised {exc.type}: {exc.message}{where}{chr(10) + about if about else ''}"
                  f"{chr(10) + 'Hint: ' + hint if hint else ''}")
         a = self.assignment
@@ -278,6 +289,16 @@ class Student:
                      "input holds (even when no entry needs to change): build the result, e.g. "
                      "with torch.where(...) or z.clone() followed by changes to the clone.")
         return reply.value
+
+    @staticmethod
+    def _raised_cause(exc) -> str:
+        """The causes of this error the error model finds in the learner's code
+        (causes.explain_raised), as a hint."""
+        try:
+            said = causes.explain_raised(exc.type, exc.message)
+        except Exception:  # noqa: BLE001 - a cause is extra; the message stands without it
+            return ""
+        return alternatives(said).removeprefix("\nHint: ") if said else ""
 
     def _raised_only_after_earlier_calls(self, name: str, reply: Reply, args, kwargs) -> str:
         """For a call that raised after earlier calls in the same process: the same call in a

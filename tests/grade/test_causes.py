@@ -1,0 +1,100 @@
+"""The error model (autograder/grade/causes.py): a wrong value is traced to the one-place
+mistakes of the reference solution that give it, narrowed by the learner's own code."""
+
+from __future__ import annotations
+
+import torch
+
+from autograder.grade import causes
+from autograder.grade.mutation import differing, mutate
+
+A06 = "06_putting_it_together"
+
+TRAIN = '''
+def train_mlp(x, y, params, lr, steps):
+    W1, b1, W2, b2 = (params[k].clone() for k in ("W1", "b1", "W2", "b2"))
+    losses = []
+    for _ in range(steps):
+        z1 = x @ W1.T + b1
+        h = z1.clamp(min=0)
+        y_hat = h @ W2.T + b2
+        losses.append(((y_hat - y) ** 2).mean().item())
+        grad_y_hat = 2 * (y_hat - y) / y_hat.numel()
+        grad_h = grad_y_hat @ W2
+        grad_z1 = grad_h * (z1 > 0).to(z1.dtype)
+        grad_W1, grad_b1 = grad_z1.T @ x, grad_z1.sum(0)
+        grad_W2, grad_b2 = grad_y_hat.T @ h, grad_y_hat.sum(0)
+        W1, b1 = W1 - lr * grad_W1, b1 - lr * grad_b1
+        W2, b2 = W2 - lr * grad_W2, b2 - lr * grad_b2
+    return {"W1": W1, "b1": b1, "W2": W2, "b2": b2}, losses
+'''
+
+
+def _inputs(n=6, i=3, hidden=5, o=2, steps=3):
+    g = torch.Generator().manual_seed(7)
+    x, y = torch.randn(n, i, generator=g), torch.randn(n, o, generator=g)
+    params = {"W1": torch.randn(hidden, i, generator=g), "b1": torch.randn(hidden, generator=g),
+              "W2": torch.randn(o, hidden, generator=g), "b2": torch.randn(o, generator=g)}
+    return (x, y, params, 0.1, steps)
+
+
+def _run(code: str, args):
+    ns = {"torch": torch}
+    exec(code, ns)
+    return ns["train_mlp"](*args)
+
+
+def _explain(learner: str, args, pick):
+    """The error model's hints for `learner`'s train_mlp, on the value `pick` takes from it."""
+    causes.note_call(causes.Call(A06, "train_mlp", args, {}, learner))
+    got, expected = pick(_run(learner, args)), pick(_run(TRAIN, args))
+    assert not torch.allclose(got, expected)
+    return causes.explain(got, expected, 1e-4, 1e-5)
+
+
+def test_a_variable_read_where_another_belongs_is_named_from_the_learners_own_line():
+    # the layer's input x replaced by h in dL/dW1 (with hidden == input size, so it runs)
+    learner = TRAIN.replace("grad_z1.T @ x", "grad_z1.T @ h")
+    said = _explain(learner, _inputs(i=5, hidden=5), lambda out: out[0]["W1"])
+    assert said and len(said) == 1, said
+    assert "`h` is used where `x` belongs" in said[0] and "grad_W1" in said[0]
+
+
+def test_a_dropped_factor_is_named_whatever_the_learners_names():
+    learner = TRAIN.replace("2 * (y_hat - y)", "(y_hat - y)").replace("grad_y_hat", "g")
+    said = _explain(learner, _inputs(), lambda out: torch.tensor(out[1]))
+    assert said and len(said) == 1 and "the factor `2` is missing" in said[0], said
+
+
+def test_a_mistake_no_one_place_change_gives_names_nothing():
+    learner = TRAIN.replace("grad_W1, grad_b1 = grad_z1.T @ x", "grad_W1, grad_b1 = 3 * grad_z1.T @ x") \
+        .replace("grad_W2, grad_b2 = grad_y_hat.T @ h", "grad_W2, grad_b2 = 0.5 * grad_y_hat.T @ h")
+    assert _explain(learner, _inputs(), lambda out: out[0]["W1"]) == []
+
+
+def test_a_statement_moved_is_named_only_when_the_learners_code_has_that_order():
+    reference = ("def f(model, x):\n    h = model(x)\n    h.retain_grad()\n"
+                 "    h.sum().backward()\n    g = h.grad\n    return g\n")
+    [moved] = [m for m in mutate(reference, every=True)
+               if m.sentence.startswith("`h.sum().backward()` comes after `g = h.grad`")]
+    early = "def f(model, x):\n    h = model(x)\n    h.retain_grad()\n    g = h.grad\n    h.sum().backward()\n    return g\n"
+    assert causes.supported(moved, early, frozenset())
+    assert not causes.supported(moved, reference, frozenset())
+    # a dropped statement leaves nothing in the learner's code to show it: never named
+    dropped = [m for m in mutate(reference, every=True) if m.sentence == "`h.retain_grad()` is missing"]
+    assert dropped and not causes.supported(dropped[0], early, frozenset())
+
+
+def test_the_evaluation_writes_nothing_the_grader_would_see(capfd):
+    # nbgrader scores a test cell 0 when it writes to stderr: the solution's setup cells (plots,
+    # warnings) and the mutants (deprecation warnings) run silenced, in another process
+    learner = TRAIN.replace("2 * (y_hat - y)", "(y_hat - y)")
+    assert _explain(learner, _inputs(n=7), lambda out: out[0]["b2"])
+    out, err = capfd.readouterr()
+    assert (out, err) == ("", "")
+
+
+def test_the_changed_part_of_an_expression_is_what_a_sentence_shows():
+    assert differing("grad_z1.T @ x", "grad_z1 @ x") == ("grad_z1.T", "grad_z1")
+    assert differing("W - lr * g", "W + lr * g") == ("-", "+")
+    assert differing("y_hat.numel()", "len(y_hat)") == ("y_hat.numel()", "len(y_hat)")
