@@ -114,6 +114,12 @@ def float64_chain(seed):
     return (c.sum(0) * b).exp().mean() + (a - 1).abs().sum()
 
 
+def second_output(seed):
+    w = _values(seed, 4).requires_grad_()
+    NAMED["w"] = w
+    return (w.exp().chunk(2)[1] * 3).sum()   # the product reaches chunk's node by its output 1
+
+
 def equal_leaves(seed):
     v, s = _values(seed, 3), _values(seed + 1, ())
     a, b = v.clone().requires_grad_(), v.clone().requires_grad_()   # distinct leaves, equal values
@@ -479,8 +485,11 @@ def test_graph_nodes_shared(student):
 
 @graded("graph_nodes", points=1)
 def test_graph_nodes_other_graphs(student):
-    """a 1-D input to nn.Linear, an input that requires grad, a float64 graph"""
+    """a 1-D input to nn.Linear, an input that requires grad, a float64 graph, a second output"""
     check_graph_nodes(student, "linear_1d", 5, about="nn.Linear(3, 2) applied to a 1-D input")
+    check_graph_nodes(student, "second_output", 8,
+                      about="t = sum(3 * exp(w).chunk(2)[1]), whose product reaches chunk's node "
+                            "through the node's second output (next_functions entry (node, 1))")
     check_graph_nodes(student, "input_leaf", 6, about="a graph where the input x requires grad")
     check_graph_nodes(student, "float64_chain", 7, about="a float64 graph")
 
@@ -629,6 +638,9 @@ def test_leaf_tensors_order(student):
     check_leaf_tensors(student, "two_depths", 9, about="t = sum(s * sin(v) + s), s = exp(w)")
     check_leaf_tensors(student, "float64_chain", 6, about="a float64 graph")
     check_leaf_tensors(student, "linear_1d", 7, about="nn.Linear(3, 2) applied to a 1-D input")
+    check_leaf_tensors(student, "second_output", 8,
+                       about="t = sum(3 * exp(w).chunk(2)[1]), whose product reaches chunk's node "
+                             "through the node's second output (next_functions entry (node, 1))")
 
 
 # ---------------------------------------------------------------------------
