@@ -2,12 +2,13 @@
 
 The mistakes a learner can make in one place are generated from the reference solution (the
 source notebook's answer cell, `mutation.mutate`), each with a sentence in the solution's
-names. When a check finds a wrong value, every mutant of the function runs on the inputs of
-the learner's call; the mutants whose result, at the place the check looks, equals the
-learner's value are the candidate causes. The learner's own code then rules candidates out
-(a mutant that drops `h.retain_grad()` is not the cause when their code calls retain_grad;
-one that moves `g = h.grad` after `L.backward()` is not when they read it before). A hint
-names a cause only when the evidence leaves one, or says which few remain.
+names. When a check finds a wrong value, the mutants the learner's code shows (their changed
+expression word for word, `grad_z1.T @ h`, or their two statements in that order: `supported`)
+run on the inputs of the learner's call; those whose result, at the place the check looks,
+equals the learner's value (or that raise the learner's error) are named: one, or a few as
+alternatives. The same value alone is not evidence enough (a flipped sign in the loss and an
+ascent step give the same numbers), and a sentence about code the learner does not have would
+not help them.
 
 Only trusted code runs here: the instructor's solution and its mutants, on the grader's own
 inputs, in a forked child of the grader with a time limit (a mutated loop may never end), its
@@ -204,14 +205,16 @@ def _receive(fd: int, deadline: float | None = None):
     return pickle.loads(data[8:])
 
 
-def _outputs(base: dict, assignment: str, function: str, args, kwargs):
-    """(reference output, [(mutant index, output or Raised)]) with every mutant tried, or None
-    when the budget ran out first (a cause then cannot be said to be the only one)."""
+def _outputs(base: dict, assignment: str, function: str, args, kwargs, wanted):
+    """(reference output, [(mutant index, output or Raised)]) with every `wanted` mutant tried,
+    or None when the budget ran out first."""
     reference = base[function]
     kinds = _kinds(reference, args, kwargs)
     out, start = [], time.monotonic()
     expected = _run(reference, args, kwargs)
-    for i, m in enumerate(model(assignment, function)):
+    mutants = model(assignment, function)
+    for i in wanted:
+        m = mutants[i]
         if time.monotonic() - start > BUDGET:
             return None
         if m.swapped and m.swapped[0] in kinds and m.swapped[1] in kinds \
@@ -251,7 +254,7 @@ def _serve(assignment: str, requests: int, answers_fd: int) -> None:
     except BaseException:  # noqa: BLE001 - no reference, no error model
         base = None
     while (request := _receive(requests)) is not None:
-        function, args, kwargs = request
+        function, args, kwargs, wanted = request
         if base is None or not callable(base.get(function)):
             _send(answers_fd, None)
             continue
@@ -260,7 +263,7 @@ def _serve(assignment: str, requests: int, answers_fd: int) -> None:
         if pid == 0:
             try:
                 os.close(read)
-                _send(write, _outputs(base, assignment, function, args, kwargs))
+                _send(write, _outputs(base, assignment, function, args, kwargs, wanted))
             finally:
                 os._exit(0)
         os.close(write)
@@ -305,11 +308,15 @@ def _server(assignment: str) -> tuple[int, int, int] | None:
 
 def _evaluate(call: Call):
     """(reference output, [(mutant index, output)]) for `call`'s inputs, or None."""
-    if not model(call.assignment, call.function):
+    # only a mutation the learner's code shows can be named: only those run
+    written = _expressions(call.code)
+    wanted = [i for i, m in enumerate(model(call.assignment, call.function))
+              if supported(m, call.code, written)]
+    if not wanted:
         return None
     pid, requests, answers = _server(call.assignment)
     try:
-        _send(requests, (call.function, call.args, call.kwargs))
+        _send(requests, (call.function, call.args, call.kwargs, wanted))
         return _receive(answers, time.monotonic() + BUDGET + 10)
     except Exception:  # noqa: BLE001 - inputs that do not pickle, a server gone: no error model
         _servers.pop(call.assignment, None)

@@ -98,3 +98,15 @@ def test_the_changed_part_of_an_expression_is_what_a_sentence_shows():
     assert differing("grad_z1.T @ x", "grad_z1 @ x") == ("grad_z1.T", "grad_z1")
     assert differing("W - lr * g", "W + lr * g") == ("-", "+")
     assert differing("y_hat.numel()", "len(y_hat)") == ("y_hat.numel()", "len(y_hat)")
+
+
+def test_code_that_shows_no_mutation_costs_no_evaluation(monkeypatch):
+    # the learner's code holds none of the mutants' changed expressions: nothing is run
+    started = []
+    monkeypatch.setattr(causes, "_server", lambda assignment: started.append(assignment))
+    learner = ("def train_mlp(x, y, params, lr, steps):\n"
+               "    return {k: v * 0 for k, v in params.items()}, [0.0] * steps\n")
+    causes.note_call(causes.Call(A06, "train_mlp", _inputs(), {}, learner))
+    got = _run(learner, _inputs())[0]["W1"]
+    assert causes.explain(got, _run(TRAIN, _inputs())[0]["W1"], 1e-4, 1e-5) == []
+    assert started == []
