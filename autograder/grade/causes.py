@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import ctypes
 import functools
 import os
 import pickle
@@ -233,10 +234,22 @@ def _outputs(base: dict, assignment: str, function: str, args, kwargs, wanted):
     return expected, out
 
 
-def _serve(assignment: str, requests: int, answers_fd: int) -> None:
+def _die_with_parent(parent: int) -> None:
+    """SIGKILL this process (a fork of `parent`) when its parent ends (kill -9 too): nothing of
+    the error model outlives the grader process it serves."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the closed pipe still ends it
+        pass
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+def _serve(assignment: str, requests: int, answers_fd: int, parent: int) -> None:
     """The reference process of one assignment: the source notebook's setup and solutions run
     once; each request (function, args, kwargs) is evaluated in a fork of this process, killed
     past the budget, and its outputs (or None) sent back."""
+    _die_with_parent(parent)
     os.closerange(3, requests)
     os.closerange(requests + 1, answers_fd)
     os.closerange(answers_fd + 1, 1 << 16)
@@ -259,9 +272,11 @@ def _serve(assignment: str, requests: int, answers_fd: int) -> None:
             _send(answers_fd, None)
             continue
         read, write = os.pipe()
+        server = os.getpid()
         pid = os.fork()
         if pid == 0:
             try:
+                _die_with_parent(server)
                 os.close(read)
                 _send(write, _outputs(base, assignment, function, args, kwargs, wanted))
             finally:
@@ -290,12 +305,13 @@ def _server(assignment: str) -> tuple[int, int, int] | None:
         model_ready = [model(assignment, f) for f in _solutions(assignment)[1]]  # noqa: F841
         req_r, req_w = os.pipe()
         ans_r, ans_w = os.pipe()
+        grader = os.getpid()
         pid = os.fork()
         if pid == 0:
             try:
                 os.close(req_w)
                 os.close(ans_r)
-                _serve(assignment, req_r, ans_w)
+                _serve(assignment, req_r, ans_w, grader)
             finally:
                 os._exit(0)
         os.close(req_r)

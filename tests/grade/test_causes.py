@@ -3,6 +3,8 @@ mistakes of the reference solution that give it, narrowed by the learner's own c
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 
 from autograder.grade import causes
@@ -110,3 +112,37 @@ def test_code_that_shows_no_mutation_costs_no_evaluation(monkeypatch):
     got = _run(learner, _inputs())[0]["W1"]
     assert causes.explain(got, _run(TRAIN, _inputs())[0]["W1"], 1e-4, 1e-5) == []
     assert started == []
+
+
+def test_the_reference_process_ends_with_the_grader_process_that_started_it(tmp_path):
+    # kill -9 of the grading process: its error model's reference process goes too
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    script = tmp_path / "grader.py"
+    script.write_text(
+        "import sys, time\n"
+        f"sys.path[:0] = [{str(Path(__file__).parent)!r}]\n"
+        "import test_causes as t\n"
+        "from autograder.grade import causes\n"
+        "learner = t.TRAIN.replace('2 * (y_hat - y)', '(y_hat - y)')\n"
+        "assert t._explain(learner, t._inputs(), lambda out: out[0]['b2'])\n"
+        "print([pid for pid, _, _ in causes._servers.values()][0], flush=True)\n"
+        "time.sleep(600)\n")
+    grader = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    server = int(grader.stdout.readline())
+    os.kill(server, 0)                      # it runs
+    os.kill(grader.pid, signal.SIGKILL)
+    grader.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(server, 0)
+        except ProcessLookupError:
+            return
+        if open(f"/proc/{server}/stat").read().rsplit(")", 1)[1].split()[0] == "Z":
+            return                          # ended; its new parent has not reaped it yet
+        time.sleep(0.05)
+    raise AssertionError(f"the reference process {server} outlived its grader")
