@@ -35,6 +35,7 @@ from autograder.course import ASSIGNMENTS, ROOT
 from autograder.grade.submission import NotGradable, Submission, find_submissions, load_submission
 from autograder.jail.jailer import warm_up
 from autograder.grade.flags import review_results
+from autograder.timing import phase
 
 if TYPE_CHECKING:
     from autograder.grade.plugin import TestResult
@@ -100,8 +101,10 @@ def written_results(submission: Submission, only: set[str] | None = None) -> lis
 def grade_notebook(path: Path, only: set[str] | None = None) -> Graded:
     """Grade one notebook in this process (learner code still runs in a sandbox)."""
     from autograder.grade.plugin import run_tests
-    submission = load_submission(path)
-    plugin = run_tests([submission], only)
+    with phase("grader: read the notebook, check the code"):
+        submission = load_submission(path)
+    with phase("grader: the hidden tests (children included)"):
+        plugin = run_tests([submission], only)
     return Graded(path.stem, submission.assignment.id,
                   plugin.results[submission.key] + written_results(submission, only)
                   + review_results(submission.path),
@@ -152,7 +155,8 @@ def _run(submissions: list[Submission], only: set[str] | None,
          seconds: dict[str, float] | None = None) -> dict[str, list[TestResult]]:
     # Imported here: the batch's main process never imports torch (only its workers do).
     from autograder.grade.plugin import run_tests
-    plugin = run_tests(submissions, only)
+    with phase("grader: the hidden tests (children included)"):
+        plugin = run_tests(submissions, only)
     if seconds is not None:
         seconds.update(plugin.seconds)
     return {s.key: plugin.results[s.key] + written_results(s, only) + review_results(s.path)

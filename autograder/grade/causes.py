@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from autograder.grade.mutation import Mutation, marks, mutate
+from autograder.timing import timed
 
 __all__ = ["Call", "explain", "explain_raised", "note_call"]
 
@@ -322,6 +323,7 @@ def _server(assignment: str) -> tuple[int, int, int] | None:
     return _servers[assignment]
 
 
+@timed("grader: the error model")
 def _evaluate(call: Call):
     """(reference output, [(mutant index, output)]) for `call`'s inputs, or None."""
     # only a mutation the learner's code shows can be named: only those run

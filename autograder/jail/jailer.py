@@ -40,6 +40,7 @@ from pathlib import Path
 
 import autograder
 from autograder.jail.cgroup import MemoryGroup, limit as memory_limit
+from autograder.timing import timed
 
 PACKAGE = Path(autograder.__file__).resolve().parent
 SCRATCH = "/tmp"
@@ -257,6 +258,7 @@ class Jail:
         except (OSError, ValueError):
             return None
 
+    @timed("jail: fork a child (the first waits for the server's start)")
     def spawn(self, limits: dict, warm: tuple[str, ...] = ()) -> tuple[Connection, int] | None:
         """A fresh child, connected to a new socket; None if the server could not make one.
 
@@ -313,6 +315,7 @@ class Jail:
             shutil.rmtree(self._kernels, ignore_errors=True)
             self._kernels = None
 
+    @timed("jail: reset (kill, remove IPC, empty /tmp)")
     def reset(self) -> None:
         """Kill every learner process and empty the scratch directory (or restart the jail)."""
         with self._lock:

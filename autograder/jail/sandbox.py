@@ -21,6 +21,7 @@ import torch
 
 from autograder.jail.inside import wire
 from autograder.jail.jailer import jail
+from autograder.timing import timed
 
 CALL_TIMEOUT = 10.0
 """Seconds one call of a learner function may take."""
@@ -168,6 +169,7 @@ class Sandbox:
             return self.programs[owner]
         return self.cells[:self._count(owner)]
 
+    @timed("child: start and run the answer cells (reset and fork included)")
     def _spawn_and_load(self, owner: str | None) -> tuple[LoadReport, int | None]:
         self._discard()
         if not self._reset_once:
@@ -270,6 +272,7 @@ class Sandbox:
         self._discard()
 
     # -- calls ---------------------------------------------------------------
+    @timed("child: the learner's calls")
     def call(self, name: str, args: tuple = (), kwargs: dict | None = None,
              references: dict[str, str] | None = None, driver: wire.Recipe | None = None) -> Reply:
         """Call the learner's function `name`; never raises for anything the learner does.

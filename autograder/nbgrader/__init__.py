@@ -15,3 +15,7 @@ tests that hold each to its job.
 * `export`: a spreadsheet-safe grades.csv (tests/grade/test_spreadsheet.py);
 * `parallel`: autograde on every core, grades equal to a serial run (tests/nbgrader/test_nbgrader_parallel.py).
 """
+
+from autograder.timing import time_preprocessors
+
+time_preprocessors()   # only under AUTOGRADER_TIMING (bench/profile.py)

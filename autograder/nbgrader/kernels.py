@@ -27,6 +27,7 @@ from nbgrader.preprocessors import Execute
 
 from autograder.jail import jailer
 from autograder.course import ASSIGNMENTS
+from autograder.timing import phase
 
 
 def _warm() -> bool:
@@ -183,7 +184,8 @@ class JailedExecute(Execute):
         """Characters kept for the notebook so far (all cells)."""
 
     async def async_start_new_kernel_client(self):
-        kc = await super().async_start_new_kernel_client()
+        with phase("nbgrader: start the jailed kernel"):
+            kc = await super().async_start_new_kernel_client()
         seal = getattr(self.km, "seal", None)
         if seal is not None:
             try:
