@@ -142,6 +142,9 @@ EQUIVALENT: dict[tuple[str, str], str] = {
     ("layer_grad_norms", "`F.mse_loss(model(x), y).backward()` -> `F.mse_loss(y, model(x)).backward()`"):
         _SQUARE,
     # 07
+    ("LinearFunction", "`grad_b = grad_out.sum(0) if want_b and ctx.with_bias else None` -> "
+                       "`grad_b = grad_out.sum(0) if want_b else None`"):
+        "without a bias, b is None, so needs_input_grad[2] (want_b) is False: with_bias adds nothing",
     ("LinearFunction", "added `ctx.save_for_backward(x, W)`"):
         "done twice: the second call saves the same tensors again",
     ("LinearFunction", "added `ctx.with_bias = b is not None`; removed `ctx.with_bias = b is not None`"):
