@@ -111,28 +111,6 @@ def _alarm(signum, frame):
     raise _Late()
 
 
-def _kinds(fn, args, kwargs) -> dict[str, str]:
-    """name -> what each local of `fn` holds when it returns ("tensor", "number" or a type's name):
-    a variable read in place of another of a different kind is not worth a run."""
-    seen = {}
-
-    def tracer(frame, event, arg):
-        if frame.f_code is not fn.__code__:
-            return None
-        if event == "return":
-            for k, v in frame.f_locals.items():
-                seen[k] = "tensor" if isinstance(v, torch.Tensor) else "number" \
-                    if isinstance(v, (int, float)) else type(v).__name__
-        return tracer
-    sys.settrace(tracer)
-    try:
-        args, kwargs = _fresh((args, kwargs))
-        fn(*args, **kwargs)
-    finally:
-        sys.settrace(None)
-    return seen
-
-
 def _fresh(value, memo=None):
     """A copy of a call's inputs for one run: tensors cloned (keeping requires_grad), containers
     rebuilt, anything else deep-copied (copy.deepcopy of tensors is several times slower)."""
@@ -207,24 +185,17 @@ def _receive(fd: int, deadline: float | None = None):
     return pickle.loads(data[8:])
 
 
-def _outputs(base: dict, assignment: str, function: str, args, kwargs, wanted):
-    """(reference output, [(mutant index, output or Raised)]) with every `wanted` mutant tried,
-    or None when the budget ran out first."""
-    reference = base[function]
-    kinds = _kinds(reference, args, kwargs)
+def _outputs(base: dict, function: str, args, kwargs, wanted):
+    """(reference output, [(mutant index, output or Raised)]) for the `wanted` mutants (index,
+    text), or None when the budget ran out first."""
     out, start = [], time.monotonic()
-    expected = _run(reference, args, kwargs)
-    mutants = model(assignment, function)
-    for i in wanted:
-        m = mutants[i]
+    expected = _run(base[function], args, kwargs)
+    for i, text in wanted:
         if time.monotonic() - start > BUDGET:
             return None
-        if m.swapped and m.swapped[0] in kinds and m.swapped[1] in kinds \
-                and kinds[m.swapped[0]] != kinds[m.swapped[1]]:
-            continue
         try:
             ns = dict(base)
-            exec(m.code, ns)
+            exec(compile(text, "<mutant>", "exec"), ns)
             out.append((i, _run(ns[function], args, kwargs)))
         except _Late:
             return None
@@ -279,7 +250,7 @@ def _serve(assignment: str, requests: int, answers_fd: int, parent: int) -> None
             try:
                 _die_with_parent(server)
                 os.close(read)
-                _send(write, _outputs(base, assignment, function, args, kwargs, wanted))
+                _send(write, _outputs(base, function, args, kwargs, wanted))
             finally:
                 os._exit(0)
         os.close(write)
@@ -303,7 +274,6 @@ _servers: dict[str, tuple[int, int, int]] = {}
 def _server(assignment: str) -> tuple[int, int, int] | None:
     """(pid, request fd, answer fd) of the assignment's reference process, started on first use."""
     if assignment not in _servers:
-        model_ready = [model(assignment, f) for f in _solutions(assignment)[1]]  # noqa: F841
         req_r, req_w = os.pipe()
         ans_r, ans_w = os.pipe()
         grader = os.getpid()
@@ -328,7 +298,7 @@ def _evaluate(call: Call):
     """(reference output, [(mutant index, output)]) for `call`'s inputs, or None."""
     # only a mutation the learner's code shows can be named: only those run
     written = _expressions(call.code)
-    wanted = [i for i, m in enumerate(model(call.assignment, call.function))
+    wanted = [(i, m.text) for i, m in enumerate(model(call.assignment, call.function))
               if supported(m, call.code, written)]
     if not wanted:
         return None
@@ -424,7 +394,11 @@ def supported(m: Mutation, code: str, written: frozenset[str]) -> bool:
     for word (`grad_z1.T @ h`), or its two statements in its order (`g = h.grad` before
     `L.backward()`). A sentence about the solution's code is only worth saying when the
     learner's code shows it: the same value alone is often a coincidence of another cause
-    (a flipped sign in the loss and an ascent step give the same numbers)."""
+    (a flipped sign in the loss and an ascent step give the same numbers). An intermediate
+    returned instead of the result needs no such evidence: that the learner's value equals one
+    of the computation's intermediate values is a fact, whatever their code."""
+    if m.kind == "intermediate":   # a value of the solution's own computation: a fact to say
+        return True
     if m.fragment:
         return m.fragment in written and len(m.fragment.split()) >= 3
     if m.order and all(m.order):

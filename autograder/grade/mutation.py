@@ -52,8 +52,6 @@ class Mutation:
     """The mistake in words, in the solution's names."""
     order: tuple[frozenset[str], frozenset[str]] | None = None
     """For a statement moved after the next: the calls of (the moved one, the next one)."""
-    swapped: tuple[str, str] | None = None
-    """(read, where it belongs) for a variable read in place of another."""
     fragment: str = ""
     """The changed expression as the mutant has it (`grad_z1.T @ h`): code that holds it is
     evidence for this mutation."""
@@ -322,7 +320,7 @@ def statement_mutants(node, names) -> list[tuple[str, list[ast.stmt]]]:
                     [ast.AugAssign(_copy(node.targets[0]), node.value.op, _copy(node.value.right))]))
     if isinstance(node, ast.Return) and node.value is not None:
         own = ast.unparse(node.value)
-        out += [(f"the result is `{n}`, an intermediate, where `{short(own)}` belongs",
+        out += [(f"the function returns `{n}`, an intermediate value, instead of its result",
                  [ast.Return(ast.Name(n, ast.Load()))]) for n in names if n != own]
     return out
 
@@ -502,9 +500,10 @@ def mutate(cell: str, every: bool = False) -> list[Mutation]:
                 extra["order"] = (marks(node), marks(nxt))
             elif isinstance(new, list):
                 sentence = how
+                if isinstance(node, ast.Return) and len(new) == 1 and isinstance(new[0], ast.Return):
+                    extra["kind"] = "intermediate"
             elif isinstance(how, tuple):                           # ("name", other)
                 sentence = f"in {where(stmt, node)}, `{how[1]}` is used where `{node.id}` belongs"
-                extra["swapped"] = (how[1], node.id)
             else:
                 sentence = f"in {where(stmt, node)}, {_expression_sentence(how, node, new)}"
                 extra["kind"] = how

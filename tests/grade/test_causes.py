@@ -103,9 +103,12 @@ def test_the_changed_part_of_an_expression_is_what_a_sentence_shows():
 
 
 def test_code_that_shows_no_mutation_costs_no_evaluation(monkeypatch):
-    # the learner's code holds none of the mutants' changed expressions: nothing is run
+    # the learner's code holds none of the mutants' changed expressions, and the solution
+    # returns no local of its own (no intermediate to compare with): nothing is run
     started = []
     monkeypatch.setattr(causes, "_server", lambda assignment: started.append(assignment))
+    monkeypatch.setattr(causes, "model", lambda assignment, function: tuple(
+        m for m in mutate(TRAIN, every=True) if m.kind != "intermediate"))
     learner = ("def train_mlp(x, y, params, lr, steps):\n"
                "    return {k: v * 0 for k, v in params.items()}, [0.0] * steps\n")
     causes.note_call(causes.Call(A06, "train_mlp", _inputs(), {}, learner))
@@ -146,3 +149,11 @@ def test_the_reference_process_ends_with_the_grader_process_that_started_it(tmp_
             return                          # ended; its new parent has not reaped it yet
         time.sleep(0.05)
     raise AssertionError(f"the reference process {server} outlived its grader")
+
+
+def test_a_value_equal_to_an_intermediate_of_the_computation_is_named_as_such():
+    # the pre-activation z returned where relu(z) belongs: a fact about values, whatever the code
+    [m] = [m for m in mutate("def f(x, W):\n    z = x @ W.T\n    h = z.clamp(min=0)\n    return h\n",
+                             every=True) if m.kind == "intermediate"]
+    assert m.sentence == "the function returns `z`, an intermediate value, instead of its result"
+    assert causes.supported(m, "def f(x, W):\n    return x\n", frozenset())
