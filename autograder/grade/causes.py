@@ -8,7 +8,8 @@ run on the inputs of the learner's call; those whose result, at the place the ch
 equals the learner's value (or that raise the learner's error) are named: one, or a few as
 alternatives. The same value alone is not evidence enough (a flipped sign in the loss and an
 ascent step give the same numbers), and a sentence about code the learner does not have would
-not help them.
+not help them. A value equal to an intermediate the solution computes (a local returned instead
+of the result) is named without such evidence: that equality is a fact.
 
 Only trusted code runs here: the instructor's solution and its mutants, on the grader's own
 inputs, in a forked child of the grader with a time limit (a mutated loop may never end), its
@@ -25,7 +26,6 @@ import os
 import pickle
 import select
 import signal
-import sys
 import time
 from dataclasses import dataclass
 
