@@ -161,24 +161,28 @@ def _plain(value, depth=0):
     return None
 
 
-def _send(fd: int, value) -> None:
-    data = pickle.dumps(value)
-    data = len(data).to_bytes(8, "big") + data
+def _write_all(fd: int, data: bytes) -> None:
     while data:
         data = data[os.write(fd, data):]
 
 
+def _send(fd: int, value) -> None:
+    data = pickle.dumps(value)
+    _write_all(fd, len(data).to_bytes(8, "big") + data)
+
+
 def _receive(fd: int, deadline: float | None = None):
-    """The next value sent on `fd`; None at its end or past `deadline` (time.monotonic())."""
+    """The next value sent on `fd` (one at a time: the protocol is request, then answer);
+    EOFError at its end, TimeoutError past `deadline` (time.monotonic())."""
     data, size = b"", None
     while size is None or len(data) < size + 8:
         if deadline is not None:
             ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
-                return None
+                raise TimeoutError
         chunk = os.read(fd, 1 << 20)
         if not chunk:
-            return None
+            raise EOFError
         data += chunk
         if size is None and len(data) >= 8:
             size = int.from_bytes(data[:8], "big")
@@ -238,8 +242,11 @@ def _serve(assignment: str, requests: int, answers_fd: int, parent: int) -> None
             exec(compile(text, "<solution>", "exec"), base)
     except BaseException:  # noqa: BLE001 - no reference, no error model
         base = None
-    while (request := _receive(requests)) is not None:
-        function, args, kwargs, wanted = request
+    while True:
+        try:
+            function, args, kwargs, wanted = _receive(requests)
+        except EOFError:      # the grader process is done
+            return
         if base is None or not callable(base.get(function)):
             _send(answers_fd, None)
             continue
@@ -302,11 +309,16 @@ def _evaluate(call: Call):
               if supported(m, call.code, written)]
     if not wanted:
         return None
+    try:
+        request = pickle.dumps((call.function, call.args, call.kwargs, wanted))
+    except Exception:  # noqa: BLE001 - inputs that do not pickle: no error model for this call
+        return None
     pid, requests, answers = _server(call.assignment)
     try:
-        _send(requests, (call.function, call.args, call.kwargs, wanted))
+        _write_all(requests, len(request).to_bytes(8, "big") + request)
         return _receive(answers, time.monotonic() + BUDGET + 10)
-    except Exception:  # noqa: BLE001 - inputs that do not pickle, a server gone: no error model
+    except Exception:  # noqa: BLE001 - a server gone or late: no error model for this call, and
+        # a new server for the next (a late answer must not be read as the next call's)
         _servers.pop(call.assignment, None)
         try:
             os.kill(pid, signal.SIGKILL)

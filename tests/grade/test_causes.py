@@ -157,3 +157,18 @@ def test_a_value_equal_to_an_intermediate_of_the_computation_is_named_as_such():
                              every=True) if m.kind == "intermediate"]
     assert m.sentence == "the function returns `z`, an intermediate value, instead of its result"
     assert causes.supported(m, "def f(x, W):\n    return x\n", frozenset())
+
+
+def test_a_late_answer_is_never_read_as_the_next_calls(monkeypatch):
+    # the reference process answers after the grader stopped waiting: that process is dropped,
+    # and the next call gets its own answer from a new one
+    learner = TRAIN.replace("2 * (y_hat - y)", "(y_hat - y)")
+    monkeypatch.setattr(causes, "BUDGET", -9.9)       # the grader waits 0.1 s: too short
+    causes._servers.clear()
+    causes.note_call(causes.Call(A06, "train_mlp", _inputs(), {}, learner))
+    got = _run(learner, _inputs())[0]["b2"]
+    assert causes.explain(got, _run(TRAIN, _inputs())[0]["b2"], 1e-4, 1e-5) == []
+    assert causes._servers == {}
+    monkeypatch.setattr(causes, "BUDGET", 15.0)
+    said = _explain(learner, _inputs(n=5), lambda out: out[0]["b2"])
+    assert said and "the factor `2` is missing" in said[0]
