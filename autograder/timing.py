@@ -7,6 +7,7 @@ learner processes never see the variable (the jail's environment is the grader's
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import time
@@ -59,8 +60,6 @@ def time_preprocessors() -> None:
 def timed(name: str):
     """Decorator: time every call of the function as phase `name`."""
     def wrap(function):
-        import functools
-
         @functools.wraps(function)
         def run(*args, **kwargs):
             if not os.environ.get(VARIABLE):

@@ -391,7 +391,7 @@ def _sites(tree, every: bool):
                 if isinstance(child, ast.stmt) and index is not None:
                     yield here, child, statement_mutants(child, names), child, None
                     if index + 1 < len(value) and _swappable(child, value[index + 1]):
-                        yield here, child, [("swap", "swap")], child, None
+                        yield here, child, [(value[index + 1], "swap")], child, None
                     yield from walk(child, here, names, variables, child)
                     continue
                 if not isinstance(child, ast.expr):
@@ -447,14 +447,6 @@ def _replace(tree, path, new):
     return lambda: body.__setitem__(slice(None), saved)
 
 
-def _next_statement(tree, path):
-    *head, (fld, index) = path
-    parent = tree
-    for f, i in head:
-        parent = getattr(parent, f) if i is None else getattr(parent, f)[i]
-    return getattr(parent, fld)[index + 1]
-
-
 def describe(original: str, mutated: str) -> str:
     """The changed lines, one line: `old` -> `new` (stripped; `a / b` for several lines)."""
     a, b = original.splitlines(), mutated.splitlines()
@@ -495,7 +487,7 @@ def mutate(cell: str, every: bool = False) -> list[Mutation]:
             seen.add(text)
             extra = {}
             if new == "swap":
-                nxt = _next_statement(tree, path)
+                nxt = how                                          # the statement it moves after
                 sentence = f"`{short(node, 40)}` comes after `{short(nxt, 40)}`; it belongs before it"
                 extra["order"] = (marks(node), marks(nxt))
             elif isinstance(new, list):

@@ -186,6 +186,8 @@ class Student:
         """Trusted source of graded functions that others may call (matmul for linear_forward)."""
         self._replay = None
         """(function, a call that repeats the last call or drive) for a replay in a fresh child."""
+        self._codes: dict[str, str] = {}
+        """function -> the learner's code for it (`_code`)."""
 
     def call(self, name: str, *args, **kwargs) -> Reply:
         """Raw call: a `Reply` whatever happened (for tests of exceptions and in-place work)."""
@@ -201,10 +203,13 @@ class Student:
         return reply
 
     def _code(self, name: str) -> str:
-        """The learner's code that runs for `name` (its program without the setup cells)."""
-        setup = set(_source(self.assignment.id).setup)
-        program = dict(self.submission.programs).get(name) or self.submission.cells
-        return "\n\n".join(c["source"] for c in program if c["source"] not in setup)
+        """The learner's code that runs for `name` (its program without the setup cells), built
+        once per function: every call of it notes it."""
+        if name not in self._codes:
+            setup = set(_source(self.assignment.id).setup)
+            program = dict(self.submission.programs).get(name) or self.submission.cells
+            self._codes[name] = "\n\n".join(c["source"] for c in program if c["source"] not in setup)
+        return self._codes[name]
 
     def drive(self, name: str, driver: Recipe, *args) -> Reply:
         """Raw call of a class the learner completed: the trusted `driver(cls, *args)` runs it."""

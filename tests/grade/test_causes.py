@@ -12,24 +12,9 @@ from autograder.grade.mutation import differing, mutate
 
 A06 = "06_putting_it_together"
 
-TRAIN = '''
-def train_mlp(x, y, params, lr, steps):
-    W1, b1, W2, b2 = (params[k].clone() for k in ("W1", "b1", "W2", "b2"))
-    losses = []
-    for _ in range(steps):
-        z1 = x @ W1.T + b1
-        h = z1.clamp(min=0)
-        y_hat = h @ W2.T + b2
-        losses.append(((y_hat - y) ** 2).mean().item())
-        grad_y_hat = 2 * (y_hat - y) / y_hat.numel()
-        grad_h = grad_y_hat @ W2
-        grad_z1 = grad_h * (z1 > 0).to(z1.dtype)
-        grad_W1, grad_b1 = grad_z1.T @ x, grad_z1.sum(0)
-        grad_W2, grad_b2 = grad_y_hat.T @ h, grad_y_hat.sum(0)
-        W1, b1 = W1 - lr * grad_W1, b1 - lr * grad_b1
-        W2, b2 = W2 - lr * grad_W2, b2 - lr * grad_b2
-    return {"W1": W1, "b1": b1, "W2": W2, "b2": b2}, losses
-'''
+TRAIN = causes._solutions(A06)[1]["train_mlp"]
+"""The reference solution of train_mlp (the source notebook's answer cell): each test's learner
+changes it in one place, and `_explain` checks the change makes the value wrong."""
 
 
 def _inputs(n=6, i=3, hidden=5, o=2, steps=3):
