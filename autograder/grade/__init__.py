@@ -2,6 +2,8 @@
 
 * `submission`: read a submitted notebook (untrusted bytes, bounded before parsing), recognise its
   assignment, and build what each graded function's process runs (`Submission.programs`);
+* `plan`: which notebook of a folder is graded as what, the fingerprints that make a batch
+  resumable, the shards;
 * `batch`: grade one notebook or a folder of them (workers, shards, resumption);
 * `plugin`: run the hidden tests (autograder/tests/) with pytest, one `student` per notebook;
 * `student`: call the learner's functions through the jail and turn each reply into pass or a

@@ -20,7 +20,7 @@ import pytest
 
 from autograder.instructor.build import tool_env
 from autograder.course import ASSIGNMENTS
-from autograder.grade.batch import in_shard
+from autograder.grade.plan import in_shard
 from autograder.instructor.samples import write_submitted
 
 A1, A2, A6 = "01_linear_algebra", "02_activation_functions", "06_putting_it_together"

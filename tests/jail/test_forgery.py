@@ -154,10 +154,11 @@ def test_results_json_stays_under_1_mb():
 
 RECORDER_SWAP = """
 import autograder.jail.inside.child as child
+import autograder.jail.inside.watch as watch
 import autograder.jail.inside.wire as wire
 
-child._Recorder.__enter__ = lambda self: self
-child._Recorder.__exit__ = lambda self, *exc: None
+watch._Recorder.__enter__ = lambda self: self
+watch._Recorder.__exit__ = lambda self, *exc: None
 wire.encode = lambda value, origin_of=None: "forged"
 
 def product(A, B):
@@ -176,7 +177,9 @@ def test_the_grader_modules_learner_code_imports_are_new_copies():
         assert "aten.mm" in reply.used
         # Only the copies the learner's own cell imported: none of the grader's objects.
         assert box.call("imported").value == ["autograder", "autograder.jail", "autograder.jail.inside",
-                                              "autograder.jail.inside.child", "autograder.jail.inside.wire"]
+                                              "autograder.jail.inside.child", "autograder.jail.inside.keep",
+                                              "autograder.jail.inside.plain", "autograder.jail.inside.watch",
+                                              "autograder.jail.inside.wire"]
 
 
 POPS = """

@@ -14,7 +14,7 @@ import torch.autograd.forward_ad as fwAD
 import torch.nn.functional as F
 
 from autograder.course import ASSIGNMENTS
-from autograder.jail.inside.child import _Recorder
+from autograder.jail.inside.watch import _Recorder
 from autograder.grade.student import banned_uses
 
 BY_HAND_EXERCISES = {
