@@ -72,6 +72,27 @@ def path_through_nbgrader(s: Scenario) -> tuple:
     return (s.assignment, s.answers, bool(s.added), bool(s.flags), "hostile" in s.about.lower())
 
 
+def one_per_path(scenarios: list[Scenario]) -> list[Scenario]:
+    """The first sample of each path through nbgrader (`path_through_nbgrader`), told apart also
+    by whether it keeps every point (a sample that loses some writes scores below the maximum into
+    the grade cells); per assignment the solution and the unanswered release come first. What
+    nbgrader does with a notebook depends on these, not on which mistake it holds: its scores
+    come from the grader, which `python -m autograder grade` runs on every sample."""
+    full = {s.assignment: s.expect for s in scenarios if s.student == "solution"}
+
+    def path(s: Scenario) -> tuple:
+        best = full.get(s.assignment, {})
+        return path_through_nbgrader(s) + (all(s.expect.get(f, 0) >= v for f, v in best.items()),)
+
+    chosen = [s for s in scenarios if s.student in ("solution", "unanswered")]
+    seen = {path(s) for s in chosen}
+    for s in scenarios:
+        if path(s) not in seen:
+            seen.add(path(s))
+            chosen.append(s)
+    return chosen
+
+
 def representative(scenarios: list[Scenario]) -> list[Scenario]:
     """A share that exercises every graded function and every path through nbgrader: the
     solution, the unanswered release, every sample the review flags, the first sample of each
