@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -296,8 +297,8 @@ def subset_rules(assignment: Assignment, function: str):
 
 def answer_id(cell) -> str | None:
     """The grade_id of a code answer cell (nbgrader `solution: true`); None for other cells."""
-    meta = cell.metadata.get("nbgrader", {})
-    return meta.get("grade_id") if cell.cell_type == "code" and meta.get("solution") else None
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta.get("grade_id") if cell.get("cell_type") == "code" and meta.get("solution") else None
 
 
 @dataclass(frozen=True)
@@ -314,34 +315,53 @@ class _Source:
     """cell id -> (cell type, grade_id, solution, grade) of the source's nbgrader cells."""
     metadata: dict = None
     """cell id -> the source cell's whole nbgrader metadata (for nbgrader's own steps)."""
+    solutions: dict = None
+    """grade_id -> the answer cell's source, the worked solution (the error model's reference)."""
 
 
 @functools.lru_cache(maxsize=None)
 def _source(assignment_id: str) -> _Source:
-    """What grading needs from the source notebook, read once per assignment."""
-    import nbformat
-    nb = nbformat.read(ASSIGNMENTS[assignment_id].source, as_version=4)
+    """What grading needs from the source notebook, read once per assignment. Read as JSON: the
+    file is the course's own (its format is checked where it is built and released), and every
+    cold grade would otherwise import and run nbformat's schema validation (about 0.13 s)."""
+    with open(ASSIGNMENTS[assignment_id].source, encoding="utf-8") as f:
+        cells = json.load(f)["cells"]
     setup, setup_ids, answers, known, manual, order = [], set(), set(), set(), [], []
-    ids, metadata = {}, {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
+    ids, metadata, solutions = {}, {}, {}
+    for cell in cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        kind, text = cell["cell_type"], cell["source"]
+        text = text if isinstance(text, str) else "".join(text)  # nbformat's multiline strings
         if meta.get("grade_id") and cell.get("id"):
-            ids[cell.id] = (cell.cell_type, meta["grade_id"], meta.get("solution") is True,
-                            meta.get("grade") is True)
-            metadata[cell.id] = dict(meta)
-        if cell.cell_type == "code":
+            ids[cell["id"]] = (kind, meta["grade_id"], meta.get("solution") is True,
+                               meta.get("grade") is True)
+            metadata[cell["id"]] = dict(meta)
+        if kind == "code":
             if meta.get("grade_id", "").startswith("setup"):
-                setup.append(cell.source)
+                setup.append(text)
                 setup_ids.add(meta["grade_id"])
             if answer_id(cell):
                 answers.add(answer_id(cell))
                 order.append(answer_id(cell))
+                solutions[answer_id(cell)] = text
             else:
-                known.add(cell.source.strip())
-        elif cell.cell_type == "markdown" and meta.get("grade") and meta.get("solution"):
+                known.add(text.strip())
+        elif kind == "markdown" and meta.get("grade") and meta.get("solution"):
             manual.append((meta["grade_id"], float(meta["points"])))
     return _Source(tuple(setup), frozenset(setup_ids), frozenset(answers), frozenset(known),
-                   tuple(manual), tuple(order), ids, metadata)
+                   tuple(manual), tuple(order), ids, metadata, solutions)
+
+
+def _segment(lines: list[str], node: ast.stmt) -> str:
+    """A top-level statement's text, as ast.get_source_segment gives it, from the source's lines
+    (split once: get_source_segment splits the whole source again, character by character, on
+    every call). A notebook cell's line breaks are "\n"."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    cut = lambda line, start, end=None: line.encode()[start:end].decode()  # offsets are bytes
+    if first == last:
+        return cut(lines[first], node.col_offset, node.end_col_offset)
+    return "\n".join([cut(lines[first], node.col_offset), *lines[first + 1:last],
+                      cut(lines[last], 0, node.end_col_offset)])
 
 
 @functools.lru_cache(maxsize=None)
@@ -356,7 +376,8 @@ def stand_ins(assignment_id: str) -> dict[str, str]:
     and the name the learner's code calls."""
     setup = "\n\n".join(_source(assignment_id).setup)
     tree = ast.parse(setup)
-    definitions = {node.name: ast.get_source_segment(setup, node) for node in tree.body
+    lines = setup.split("\n")
+    definitions = {node.name: node for node in tree.body
                    if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
     table = next((node.value for node in tree.body if isinstance(node, ast.Assign)
                   and any(isinstance(t, ast.Name) and t.id == "STAND_INS" for t in node.targets)),
@@ -369,5 +390,5 @@ def stand_ins(assignment_id: str) -> dict[str, str]:
                 and value.id in definitions):
             raise ValueError(f"{assignment_id}: STAND_INS must map names to functions or "
                              "classes defined in the setup cell")
-        out[key.value] = f"{definitions[value.id]}\n\n{key.value} = {value.id}\n"
+        out[key.value] = f"{_segment(lines, definitions[value.id])}\n\n{key.value} = {value.id}\n"
     return out

@@ -94,7 +94,8 @@ def written_results(submission: Submission, only: set[str] | None = None) -> lis
 
 def grade_notebook(path: Path, only: set[str] | None = None) -> Graded:
     """Grade one notebook in this process (learner code still runs in a sandbox)."""
-    from autograder.grade.plugin import run_tests
+    from autograder.grade.plugin import run_tests, settle
+    settle()  # torch and the grader are imported: collections skip them from now on
     with phase("grader: read the notebook, check the code"):
         submission = load_submission(path)
     with phase("grader: the hidden tests (children included)"):
@@ -138,6 +139,8 @@ def _start_worker(parent: int) -> None:
     process = multiprocessing.parent_process()
     die_with_parent(parent, process.sentinel if process is not None else None)
     warm_up()
+    from autograder.grade.plugin import settle  # torch, while the jailed server starts
+    settle()
 
 
 def _broken(student: str, assignment: str, error: BaseException) -> Graded:

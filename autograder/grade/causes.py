@@ -71,17 +71,12 @@ def note_call(call: Call | None) -> None:
 @functools.lru_cache(maxsize=None)
 def _solutions(assignment: str) -> tuple[str, dict[str, str]]:
     """(setup code, {function: its answer cell}) of the source notebook, solution markers removed."""
-    import nbformat
-
-    from autograder.course import ASSIGNMENTS, _source, answer_id
-    nb = nbformat.read(ASSIGNMENTS[assignment].source, as_version=4)
-    setup = "\n\n".join(s for s in _source(assignment).setup if "class _Checker" not in s)
-    answers = {}
-    for cell in nb.cells:
-        if answer_id(cell):
-            answers[answer_id(cell)] = "\n".join(
-                line for line in cell.source.splitlines()
-                if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+    from autograder.course import _source
+    source = _source(assignment)
+    setup = "\n\n".join(s for s in source.setup if "class _Checker" not in s)
+    answers = {function: "\n".join(line for line in text.splitlines()
+                                   if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+               for function, text in source.solutions.items()}
     return setup, answers
 
 

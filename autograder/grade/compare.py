@@ -98,18 +98,19 @@ def expect_tensor(got, expected: torch.Tensor, what: str, *,
         kind = got.type_name if isinstance(got, Unsupported) else type(got).__name__
         hint = _diagnose(got, expected, mistakes) if isinstance(got, (tuple, list)) else ""
         fail(f"{what} returned a {kind}; expected a torch.Tensor of shape {_shape(expected)}.{hint}")
-    hint = _diagnose(got, expected, mistakes)
+    # The listed mistakes are computed only for a wrong answer (a right one pays nothing for them).
     if got.shape != expected.shape:
         fail(f"{what}: the shape is {_shape(got)}; expected {_shape(expected)}."
-             f"{_caused(got, expected, hint) or _described(got, expected, shape=True)}")
+             f"{_caused(got, expected, _diagnose(got, expected, mistakes)) or _described(got, expected, shape=True)}")
     if got.dtype == torch.bool and expected.dtype != torch.bool:
         fail(f"{what}: the dtype is torch.bool; expected {expected.dtype}. Comparisons like "
-             f"`z > 0` give booleans: convert with `.to(z.dtype)`.{hint}")
+             f"`z > 0` give booleans: convert with `.to(z.dtype)`.{_diagnose(got, expected, mistakes)}")
     if check_dtype and got.dtype != expected.dtype:
         fail(f"{what}: the dtype is {got.dtype}; expected {expected.dtype} (the dtype of the "
-             f"inputs).{hint}")
+             f"inputs).{_diagnose(got, expected, mistakes)}")
     if _close(got, expected):
         return
+    hint = _diagnose(got, expected, mistakes)
     diff = (got.double() - expected.double()).abs()
     diff = torch.where(torch.isnan(diff), torch.full_like(diff, float("inf")), diff)
     index = tuple(int(i) for i in torch.unravel_index(diff.argmax(), diff.shape)) \

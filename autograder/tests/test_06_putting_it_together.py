@@ -140,12 +140,12 @@ def check_training(student, x, y, params, lr, steps):
              f"{type(losses).__name__} of {sorted({type(v).__name__ for v in losses}) if isinstance(losses, list) else '?'}.")
     check_loss_count(call, losses, steps, lambda n: torch_train(x, y, params, lr, n)[1])
     if steps:
-        shifted = mistaken_train(x, y, params, lr, steps + 1)[1][1:]
         # Losses come from computations in x's dtype: compare them at that precision.
         expect_tensor(torch.tensor(losses, dtype=x.dtype), torch.tensor(expected_losses, dtype=x.dtype),
                       f"{call}: the losses", check_dtype=False, mistakes={
                           "record each loss before the update that follows it (your losses are one step late).":
-                              lambda: torch.tensor(shifted, dtype=x.dtype),
+                              lambda: torch.tensor(mistaken_train(x, y, params, lr, steps + 1)[1][1:],
+                                                   dtype=x.dtype),
                           **_train_mistakes(x, y, params, lr, steps, "losses")})
     for key in KEYS:
         expect_tensor(new_params[key], expected[key], f"{call}: {key} after training",
