@@ -324,7 +324,7 @@ class Sandbox:
 
 def call_request(name: str, args: tuple, kwargs: dict | None, references: dict[str, str] | None,
                  driver: wire.Recipe | None) -> dict:
-    """The message that asks the learner's child to call `name` (see jail/child.py `_call`)."""
+    """The message that asks the learner's child to call `name` (see jail/inside/child.py `_caller`)."""
     request = {"call": name, "args": wire.encode(tuple(args)),
                "kwargs": wire.encode(dict(kwargs or {})), "references": references or {}}
     if driver is not None:
