@@ -433,6 +433,12 @@ def _said(call: Call, found: list[Mutation], what: str) -> list[str]:
     return [f"{s}." for s in sentences]
 
 
+def _constant(value: torch.Tensor) -> bool:
+    """Several entries, all equal (a `torch.zeros_like(z)`): a value that says nothing of where
+    it was computed, so equal to an intermediate is no evidence the learner returned that one."""
+    return value.numel() > 1 and bool((value == value.reshape(-1)[0]).all())
+
+
 def explain(got, expected: torch.Tensor, rtol: float, atol: float) -> list[str]:
     """Hints naming the cause of `got` (a wrong value where `expected` belongs, from the last
     noted call), each a one-place mistake that gives it and that the learner's code shows."""
@@ -453,8 +459,9 @@ def explain(got, expected: torch.Tensor, rtol: float, atol: float) -> list[str]:
             continue
         for p in paths:
             value = _at(out, p)
-            if value is not None and _same(value.to(got.dtype) if value.is_floating_point() else value,
-                                           got, rtol, atol):
+            if value is None or (mutants[i].kind == "intermediate" and _constant(value)):
+                continue
+            if _same(value.to(got.dtype) if value.is_floating_point() else value, got, rtol, atol):
                 found.append(mutants[i])
                 break
     return _said(call, found, "value")

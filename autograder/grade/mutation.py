@@ -325,6 +325,32 @@ def statement_mutants(node, names) -> list[tuple[str, list[ast.stmt]]]:
     return out
 
 
+_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_STEP = (ast.BinOp, ast.UnaryOp, ast.Call, ast.Compare, ast.IfExp)
+"""Sub-expressions that are a step of a computation (not a name, a constant or an attribute)."""
+
+
+def _steps(stmt) -> list[tuple[str, list[ast.stmt]]]:
+    """A step of a statement's computation returned in its place, for a statement of a function's
+    own body (not in a loop: each runs once) that computes one value: the squared errors before
+    their mean in `return ((y_hat - y) ** 2).mean()`, the mask in `g = grad_out * (z > 0)`."""
+    if not isinstance(stmt, (ast.Assign, ast.Return)) or stmt.value is None \
+            or isinstance(stmt.value, (ast.Tuple, *_SCOPES)):
+        return []
+    out, stack = [], list(ast.iter_child_nodes(stmt.value))
+    while stack:
+        node = stack.pop(0)
+        if isinstance(node, _SCOPES):
+            continue   # names bound in there are not the function's
+        if isinstance(node, _STEP) and not (isinstance(node, ast.UnaryOp)
+                                             and isinstance(node.operand, ast.Constant)):
+            out.append((f"the function returns `{short(node, 40)}`, an intermediate value (a step "
+                        f"of `{short(stmt.value, 40)}`), instead of its result",
+                        [ast.Return(_copy(node))]))
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
 def _load(target):
     m = _copy(target)
     m.ctx = ast.Load()
@@ -389,7 +415,9 @@ def _sites(tree, every: bool):
                     yield from walk(child, here, names, variables, stmt)
                     continue
                 if isinstance(child, ast.stmt) and index is not None:
-                    yield here, child, statement_mutants(child, names), child, None
+                    steps = _steps(child) if every and isinstance(node, ast.FunctionDef) \
+                        and fld == "body" else []
+                    yield here, child, statement_mutants(child, names) + steps, child, None
                     if index + 1 < len(value) and _swappable(child, value[index + 1]):
                         yield here, child, [(value[index + 1], "swap")], child, None
                     yield from walk(child, here, names, variables, child)
@@ -492,7 +520,8 @@ def mutate(cell: str, every: bool = False) -> list[Mutation]:
                 extra["order"] = (marks(node), marks(nxt))
             elif isinstance(new, list):
                 sentence = how
-                if isinstance(node, ast.Return) and len(new) == 1 and isinstance(new[0], ast.Return):
+                if isinstance(node, (ast.Return, ast.Assign)) and len(new) == 1 \
+                        and isinstance(new[0], ast.Return):
                     extra["kind"] = "intermediate"
             elif isinstance(how, tuple):                           # ("name", other)
                 sentence = f"in {where(stmt, node)}, `{how[1]}` is used where `{node.id}` belongs"

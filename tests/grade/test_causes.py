@@ -163,3 +163,39 @@ def test_a_late_answer_is_never_read_as_the_next_calls(monkeypatch):
     assert waited and A06 not in causes._servers
     said = _explain(learner, _inputs(n=5), lambda out: out[0]["b2"])
     assert said and "the factor `2` is missing" in said[0]
+
+
+def test_a_step_of_an_expression_returned_for_the_result_is_named_as_such():
+    # the summed squared errors, the division by the count left out: a step of the solution's
+    # `((y_hat - y) ** 2).sum() / y_hat.numel()`, named whatever the learner's code looks like
+    a03 = "03_chain_rule"
+    learner = ("def mse_loss(y_hat, y):\n"
+               "    total = 0.0\n"
+               "    for d in (y_hat - y).reshape(-1):\n"
+               "        total = total + d * d\n"
+               "    return total\n")
+    g = torch.Generator().manual_seed(3)
+    args = (torch.randn(4, 2, generator=g), torch.randn(4, 2, generator=g))
+    ns = {"torch": torch}
+    exec(learner, ns)
+    got = ns["mse_loss"](*args)
+    expected = ((args[0] - args[1]) ** 2).mean()
+    causes.note_call(causes.Call(a03, "mse_loss", args, {}, learner))
+    said = causes.explain(got, expected, 1e-5, 1e-6)
+    assert said == ["this is the value you get when the function returns `((y_hat - y) ** 2).sum()`, "
+                    "an intermediate value (a step of `((y_hat - y) ** 2).sum() / y_hat.numel()`), "
+                    "instead of its result."], said
+    # steps are of statements that run once: none inside a loop, none of a comprehension
+    inside = mutate("def f(xs):\n    out = [x * 2 for x in xs]\n    for x in xs:\n"
+                    "        y = (x + 1) * 3\n    return out\n", every=True)
+    assert not [m for m in inside if "a step of" in m.sentence]
+
+
+def test_an_intermediate_of_equal_entries_is_no_evidence():
+    # relu(z) computed as torch.where(z > 0, z, torch.zeros_like(z)); a learner's all-zero
+    # result equals the step torch.zeros_like(z), which says nothing of where the zeros came from
+    a02 = "02_activation_functions"
+    learner = "def relu(z):\n    return z * 0\n"
+    z = torch.tensor([[1.0, -2.0], [0.5, 3.0]])
+    causes.note_call(causes.Call(a02, "relu", (z,), {}, learner))
+    assert causes.explain(z * 0, z.clamp(min=0), 1e-5, 1e-6) == []
