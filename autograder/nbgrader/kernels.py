@@ -178,10 +178,6 @@ class JailedExecute(Execute):
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", JailedKernelManager)
-        # Every output is in when the last cell's reply is: the kernel is killed at once rather
-        # than asked to run its exit hooks (about 0.2 s a notebook); the jail's reset before the
-        # next kernel kills whatever it left anyway.
-        kwargs.setdefault("shutdown_kernel", "immediate")
         super().__init__(*args, **kwargs)
         self._kept: dict[int, list] = {}
         self._notebook_kept = 0
