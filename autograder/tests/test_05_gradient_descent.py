@@ -76,9 +76,10 @@ def step_mistakes(params, lr, expected) -> dict[str, list[torch.Tensor]]:
     before = [p.detach() for p in params]
     moved = [i for i, p in enumerate(params) if p.grad is not None]
     out = {
-        "the parameters did not change. `p = p - lr * p.grad` builds a new tensor and only "
-        "points the local name p at it; change the tensor itself, in place: `p -= lr * "
-        "p.grad` inside `with torch.no_grad():`.": before,
+        "the parameters did not change: the update must change each tensor p itself, in place "
+        "(`p -= lr * p.grad` inside `with torch.no_grad():`). `p = p - lr * p.grad` only points "
+        "the local name p at a new tensor, and changing p.grad or a copy of p leaves p as it "
+        "was.": before,
         "sign error: step against the gradient, p - lr * p.grad (with + the loss goes up).":
             [b + lr * p.grad if p.grad is not None else b for b, p in zip(before, params)],
         "the learning rate is missing: p - lr * p.grad.":
