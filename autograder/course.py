@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ast
-import json
 import functools
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 

@@ -162,9 +162,14 @@ def _write_all(fd: int, data: bytes) -> None:
         data = data[os.write(fd, data):]
 
 
-def _send(fd: int, value) -> None:
+def _framed(value) -> bytes:
+    """`value` pickled, after its length (what `_receive` reads)."""
     data = pickle.dumps(value)
-    _write_all(fd, len(data).to_bytes(8, "big") + data)
+    return len(data).to_bytes(8, "big") + data
+
+
+def _send(fd: int, value) -> None:
+    _write_all(fd, _framed(value))
 
 
 def _receive(fd: int, deadline: float | None = None):
@@ -307,12 +312,12 @@ def _evaluate(call: Call):
     if not wanted:
         return None
     try:
-        request = pickle.dumps((call.function, call.args, call.kwargs, wanted))
+        request = _framed((call.function, call.args, call.kwargs, wanted))
     except Exception:  # noqa: BLE001 - inputs that do not pickle: no error model for this call
         return None
     pid, requests, answers = _server(call.assignment)
     try:
-        _write_all(requests, len(request).to_bytes(8, "big") + request)
+        _write_all(requests, request)
         return _receive(answers, time.monotonic() + BUDGET + 10)
     except Exception:  # noqa: BLE001 - a server gone or late: no error model for this call, and
         # a new server for the next (a late answer must not be read as the next call's)
