@@ -279,7 +279,7 @@ def graded_functions() -> dict[str, str]:
 
 
 def subset_rules(assignment: Assignment, function: str):
-    """The subset of Python `function`'s answer is written in (autograder/rules/subset.py), or None
+    """The subset of Python `function`'s answer is written in (autograder/rules/subset/), or None
     for a function whose exercise is autograd or torch itself (no by-hand rule). Built from the
     same lists, in the same shape, as the notebooks' checks build it (subset.rules_from_lists)."""
     from autograder.rules.subset import rules_from_lists

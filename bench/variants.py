@@ -4,7 +4,7 @@
 28) by a helper that read only the release notebooks, in 4-6 styles each (loops, vectorized,
 helpers and computed constants in an added cell, functools/itertools/operator/math, deepcopy,
 no_grad/.data, printing, asserts). This script writes each as a submission (the solution
-elsewhere), asks the grader's subset check (autograder/rules/subset.py) whether it refuses it, grades
+elsewhere), asks the grader's subset check (autograder/rules/subset/) whether it refuses it, grades
 them all with `python -m autograder grade`, and prints what was refused or lost points.
 
     .venv/bin/python bench/variants.py       # last run (2026-12-06): 92 graded, 0 refused, 0 lost points

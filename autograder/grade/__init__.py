@@ -9,7 +9,7 @@
 * `student`: call the learner's functions through the jail and turn each reply into pass or a
   message; `compare` and `difference` say what is wrong with a value; `causes` names the
   cause of a wrong value from the error model (`mutation`: the one-place mistakes of the
-  reference solution, each with a sentence written by `sentences`) when the learner's code
-  shows it;
+  reference solution, each with a sentence written by `sentences`; `reference`: the process
+  that runs the solution and its mutants) when the learner's code shows it;
 * `results`: results.json (Gradescope's format) and grades.csv.
 """

@@ -31,7 +31,7 @@ def review_notebook(path: str | Path) -> list[Finding]:
         if cell.grade_id is not None and assignment is not None \
                 and cell.grade_id in assignment.functions \
                 and subset_rules(assignment, cell.grade_id) is not None:
-            continue  # a by-hand answer: what it may use is refused, not flagged (subset.py)
+            continue  # a by-hand answer: what it may use is refused, not flagged (rules/subset/)
         out += flags_in(cell.source, f"cell {cell.grade_id}" if cell.grade_id else "a cell you added")
     return out
 

@@ -75,7 +75,7 @@ class Submission:
     in the learner's notebook (functions without a check cell run every cell)."""
     refused: tuple[tuple[str, tuple], ...] = ()
     """(function, refusals): what a by-hand function's code uses outside its subset of Python
-    (autograder/rules/subset.py), decided here from the code; its tests then fail without running."""
+    (autograder/rules/subset/), decided here from the code; its tests then fail without running."""
     programs: tuple[tuple[str, tuple[dict, ...]], ...] = ()
     """(function, cells): for a by-hand function whose code is inside its subset, the only code
     its grading process runs: the setup cells and, of the learner's cells, exactly the
@@ -220,7 +220,7 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
         elif cell.grade_id is None and cell.source.strip() not in source.known:
             if has_answers or defined_names(cell.source) & set(assignment.functions):
                 program.append({"source": cell.source, "label": "a cell you added", "answer": None})
-    # What a by-hand function's code may use is decided here, from the code (subset.py).
+    # What a by-hand function's code may use is decided here, from the code (rules/subset/).
     refused, reaches = {}, {}
     for function in assignment.functions:
         rules = subset_rules(assignment, function)
@@ -239,7 +239,7 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
             lines = lines_of(text)
             text = "\n".join(line if n in keep.get(i, ()) else "" for n, line in enumerate(lines, 1))
         if cell["label"] == SETUP and "class _Checker" in text:
-            text = ""  # the notebook's copy of subset.py: its visible checks', not the answers'
+            text = ""  # the notebook's copy of rules/subset/: its visible checks', not the answers'
         run.append({"source": text})
     # A by-hand function's process runs what its check read, and nothing else of the learner's.
     programs = {}

@@ -20,18 +20,19 @@ _SOLUTION_MARKER = re.compile(r"^[ \t]*### (BEGIN|END) (SOLUTION|MARK SCHEME)[ \
 
 
 BY_HAND_CELL = "setup_by_hand"
-"""grade_id of the locked cell that holds autograder/rules/subset.py, in notebooks with by-hand exercises."""
+"""grade_id of the locked cell that holds autograder/rules/subset/ (its parts joined), in notebooks with by-hand exercises."""
 BY_HAND_HEADER = ("# What a by-hand answer may use. Grading reads your code with this (before running it), and so do\n"
-                  "# the checks after each exercise; you do not need to read it. A copy of autograder/rules/subset.py.\n")
+                  "# the checks after each exercise; you do not need to read it. A copy of autograder/rules/subset/.\n")
 
 
 def by_hand_cell_source() -> str:
     """The source of the BY_HAND_CELL: the grader's own subset checker, one implementation."""
-    return BY_HAND_HEADER + (ROOT / "autograder" / "rules" / "subset.py").read_text()
+    from autograder.rules.subset import one_text
+    return BY_HAND_HEADER + one_text()
 
 
 def sync_by_hand_cell(path: Path) -> bool:
-    """Put the current subset.py into the notebook's BY_HAND_CELL (after its setup cell), if the
+    """Put the current subset checker into the notebook's BY_HAND_CELL (after its setup cell), if the
     notebook has by-hand exercises; True if the file changed."""
     if not any(a.allowed for a in ASSIGNMENTS.values() if a.source == path):
         return False
@@ -118,7 +119,7 @@ def build(assignments: list[str]) -> int:
     total = 0.0
     for assignment in chosen:
         if sync_by_hand_cell(ASSIGNMENTS[assignment].source):
-            print(f"{assignment}: {BY_HAND_CELL} <- autograder/rules/subset.py")
+            print(f"{assignment}: {BY_HAND_CELL} <- autograder/rules/subset/")
         print(f"{assignment}: release ->", generate_release(assignment).relative_to(ROOT))
         path, seconds = build_solutions(assignment)
         total += seconds

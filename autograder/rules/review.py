@@ -1,7 +1,7 @@
 """Constructs no exercise needs, found in the learner's code: flagged for the instructor.
 
 By-hand answers are not flagged: what they may use is decided, and refused, from their code
-(autograder/rules/subset.py). Flags are for the rest: the answers of exercises whose subject is autograd
+(autograder/rules/subset/). Flags are for the rest: the answers of exercises whose subject is autograd
 or torch itself (04, 07's FakeQuantize, train_quantized, record_ops, 06's layer_grad_norms) and
 the cells a learner added.
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import torch
 
-from autograder.grade import causes
+from autograder.grade import causes, reference
 from autograder.grade.mutation import differing, mutate
 
 A06 = "06_putting_it_together"
 
-TRAIN = causes._solutions(A06)[1]["train_mlp"]
+TRAIN = reference.solutions(A06)[1]["train_mlp"]
 """The reference solution of train_mlp (the source notebook's answer cell): each test's learner
 changes it in one place, and `_explain` checks the change makes the value wrong."""
 
@@ -91,7 +91,7 @@ def test_code_that_shows_no_mutation_costs_no_evaluation(monkeypatch):
     # the learner's code holds none of the mutants' changed expressions, and the solution
     # returns no local of its own (no intermediate to compare with): nothing is run
     started = []
-    monkeypatch.setattr(causes, "_server", lambda assignment: started.append(assignment))
+    monkeypatch.setattr(causes, "ask", lambda *request: started.append(request))
     monkeypatch.setattr(causes, "model", lambda assignment, function: tuple(
         m for m in mutate(TRAIN, every=True) if m.kind != "intermediate"))
     learner = ("def train_mlp(x, y, params, lr, steps):\n"
@@ -114,10 +114,10 @@ def test_the_reference_process_ends_with_the_grader_process_that_started_it(tmp_
         "import sys, time\n"
         f"sys.path[:0] = [{str(Path(__file__).parent)!r}]\n"
         "import test_causes as t\n"
-        "from autograder.grade import causes\n"
+        "from autograder.grade import reference\n"
         "learner = t.TRAIN.replace('2 * (y_hat - y)', '(y_hat - y)')\n"
         "assert t._explain(learner, t._inputs(), lambda out: out[0]['b2'])\n"
-        "print([pid for pid, _, _ in causes._servers.values()][0], flush=True)\n"
+        "print([pid for pid, _, _ in reference._servers.values()][0], flush=True)\n"
         "time.sleep(600)\n")
     grader = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     server = int(grader.stdout.readline())
@@ -149,18 +149,18 @@ def test_a_late_answer_is_never_read_as_the_next_calls(monkeypatch):
     # once, whatever the machine's speed): that process is dropped, and the next call gets its
     # own answer from a new one, not the late answer to the first
     learner = TRAIN.replace("2 * (y_hat - y)", "(y_hat - y)")
-    real, waited = causes._receive, []
+    real, waited = reference._receive, []
 
     def late(fd, deadline=None):
         if deadline is not None and not waited:
             waited.append(fd)
             raise TimeoutError
         return real(fd, deadline)
-    monkeypatch.setattr(causes, "_receive", late)
+    monkeypatch.setattr(reference, "_receive", late)
     causes.note_call(causes.Call(A06, "train_mlp", _inputs(), {}, learner))
     got = _run(learner, _inputs())[0]["b2"]
     assert causes.explain(got, _run(TRAIN, _inputs())[0]["b2"], 1e-4, 1e-5) == []
-    assert waited and A06 not in causes._servers
+    assert waited and A06 not in reference._servers
     said = _explain(learner, _inputs(n=5), lambda out: out[0]["b2"])
     assert said and "the factor `2` is missing" in said[0]
 

@@ -3,6 +3,8 @@ grader, before anything runs, and the notebook's checks read it with the very sa
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nbformat
 import pytest
 
@@ -233,16 +235,39 @@ def test_the_kernel_reads_the_last_run_of_each_cell():
     assert refusals(cells, "matmul", rules) == []
 
 
+def test_the_parts_joined_define_what_each_part_does():
+    """The notebook's one text holds every name each part of the package defines, bound to the
+    same code (a part dropped or a relative import left behind would break the notebook's checks
+    and nothing in the grader's own process)."""
+    import ast
+    import importlib
+    from autograder.rules import subset
+    text = subset.one_text()
+    assert "from ." not in text
+    namespace = {"__name__": "one_text"}
+    exec(compile(text, "one_text", "exec"), namespace)
+    for part in subset.PARTS:
+        module = importlib.import_module(f"autograder.rules.subset.{part}")
+        tree = ast.parse(Path(module.__file__).read_text())
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                assert namespace[node.name].__qualname__ == getattr(module, node.name).__qualname__
+                assert namespace[node.name].__doc__ == getattr(module, node.name).__doc__
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    assert namespace[target.id] == getattr(module, target.id), target.id
+
+
 @pytest.mark.parametrize("assignment", BY_HAND)
 def test_the_notebook_holds_this_checker_and_builds_the_same_rules(assignment):
-    """One implementation, one list: the notebook's locked cell is autograder/rules/subset.py, and the
-    Rules its checks build from the setup cell's lists are the grader's."""
+    """One implementation, one list: the notebook's locked cell is autograder/rules/subset/ (its
+    parts joined), and the Rules its checks build from the setup cell's lists are the grader's."""
     import matplotlib
     matplotlib.use("Agg")
     nb = nbformat.read(ASSIGNMENTS[assignment].source, as_version=4)
     cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
     assert cells[BY_HAND_CELL].source == by_hand_cell_source(), \
-        "run `python -m autograder build` after changing autograder/rules/subset.py"
+        "run `python -m autograder build` after changing autograder/rules/subset/"
     namespace = {"__name__": "setup"}
     for grade_id in ("setup", BY_HAND_CELL):
         exec(compile(cells[grade_id].source, grade_id, "exec"), namespace)

@@ -1,0 +1,427 @@
+"""The walk of the code a graded function reaches: each construct outside its `Rules` is refused
+with a `Finding`, and every statement read is kept (what grading may run)."""
+
+import ast
+
+from .tables import (
+    BUILTINS, CLASS_BUILTINS, EXCEPTIONS, GRAPH, MAX_DEPTH, MODULES, PYTHON_METHODS, REFLECTION,
+    STORED, TENSOR_META)
+from .rules import Finding, MAX_QUOTE, Rules, _module_attribute, op_allowed
+from .program import SETUP, _Definition, _Program, _bound, _depth, _imported_module, _locals
+
+
+class _Checker:
+    def __init__(self, program: _Program, rules: Rules, labels: list[str]):
+        self.program = program
+        self.rules = rules
+        self.labels = labels
+        self.found: dict[tuple, Finding] = {}
+        self.queue: list[_Definition] = []
+        self.seen: set[int] = set()
+        self.cell = 0
+        self.lenient = False
+        """Inside a class's method that the by-hand rule is not about (Rules.section)."""
+        self._aliasing: set[str] = set()
+        self.visited: list[_Definition] = []
+        """The statements read, in the order they were reached: what grading may run."""
+
+    # -- reporting ----------------------------------------------------------------------------
+    def refuse(self, node, what: str) -> None:
+        line = getattr(node, "lineno", 1)
+        lines = self.program.lines[self.cell]
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        if len(text) > MAX_QUOTE:
+            text = text[:MAX_QUOTE] + " ..."
+        key = (self.cell, line, what)
+        self.found.setdefault(key, Finding(self.labels[self.cell], line, text, what))
+
+    # -- reach --------------------------------------------------------------------------------
+    def visit_statement(self, definition: _Definition) -> None:
+        if id(definition.node) in self.seen:
+            return
+        self.seen.add(id(definition.node))
+        self.queue.append(definition)
+
+    def run(self, start: list[_Definition]) -> list[Finding]:
+        for d in start:
+            self.visit_statement(d)
+        while self.queue:
+            d = self.queue.pop(0)
+            self.cell = d.cell
+            self.scopes: list[tuple[str, set[str]]] = []
+            self.ctx_names: set[str] = set()
+            depth = _depth(d.node)
+            if depth > MAX_DEPTH:
+                self.refuse(d.node, f"a statement nested more than {MAX_DEPTH} levels deep "
+                                    f"(the most the check reads: split it into steps)")
+                continue
+            self.visited.append(d)
+            self.visit(d.node)
+        return sorted(self.found.values(), key=lambda r: (r.cell != self.labels[0], r.cell, r.line))
+
+    def resolve_global(self, node: ast.Name) -> None:
+        """A global name used by reached code: allowed, checked where it is defined, or refused."""
+        name = node.id
+        if name in self.rules.standing_in:
+            return  # grading calls its own stand-in here; the learner's code is checked on its own
+        if name in self.rules.later:
+            self.refuse(node, f"{name} (a later exercise's function, which grading replaces with "
+                              f"PyTorch's own: write this one without it)")
+            return
+        definitions = [d for d in self.program.binds.get(name, [])]
+        if not definitions:
+            if name in BUILTINS or name in EXCEPTIONS or (self.rules.classes and name in CLASS_BUILTINS):
+                return
+            stars = [d for d in self.program.stars if self.labels[d.cell] != SETUP]
+            if stars:
+                for d in stars:  # refused where it stands, as the place the name comes from
+                    self.visit_statement(d)
+                return
+            if name in REFLECTION:
+                self.refuse(node, f"{name} ({REFLECTION[name]})")
+            elif name.startswith("__") and name.endswith("__"):
+                self.refuse(node, f"{name} (a dunder name, which a by-hand answer does not need)")
+            else:
+                self.refuse(node, f"{name} (defined in no cell above this function's check: "
+                                  f"grading runs the notebook only that far)")
+            return
+        for d in definitions:
+            if self.labels[d.cell] != SETUP:
+                self.visit_statement(d)
+                continue
+            module = _imported_module(d.node, name)
+            if module is None:
+                self.refuse(node, f"{name} (it belongs to the notebook's checks, not to your "
+                                  f"answer)")
+            elif module not in MODULES:
+                self.refuse(node, f"{name} (the module {module}, which a by-hand answer does "
+                                  f"not need)")
+
+    def module_of(self, node) -> str | None:
+        """The module an expression names (`torch`, `torch.nn.functional`, `F`), if any."""
+        if isinstance(node, ast.Name):
+            if self.is_local(node.id):
+                return None
+            # a module only if every statement that binds the name imports that module (a name
+            # also bound by `T = torch`, a loop, a pattern or a decorator is a value)
+            modules = {self._module_bound(d, node.id) for d in self.program.binds.get(node.id, [])}
+            return modules.pop() if len(modules) == 1 and None not in modules else None
+        if isinstance(node, ast.Attribute):
+            parent = self.module_of(node.value)
+            if parent and f"{parent}.{node.attr}" in MODULES:
+                return f"{parent}.{node.attr}"
+        return None
+
+    def _module_bound(self, definition: _Definition, name: str) -> str | None:
+        """The module a statement binds `name` to: an import, or `ag = torch.autograd`."""
+        node = definition.node
+        module = _imported_module(node, name)
+        if module is None and isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name \
+                and isinstance(node.value, (ast.Name, ast.Attribute)) and name not in self._aliasing:
+            self._aliasing.add(name)
+            try:
+                saved, self.scopes = self.scopes, []
+                module = self.module_of(node.value)
+            finally:
+                self.scopes = saved
+                self._aliasing.discard(name)
+        return module
+
+    def is_class(self, node) -> bool:
+        """Whether `node` names a class the learner defined (`LinearFunction.apply`)."""
+        return isinstance(node, ast.Name) and not self.is_local(node.id) and any(
+            isinstance(d.node, ast.ClassDef) for d in self.program.binds.get(node.id, []))
+
+    def is_local(self, name: str) -> bool:
+        for i, (kind, names) in enumerate(reversed(self.scopes)):
+            if kind == "class" and i > 0:
+                continue  # a class body's names are not visible in its methods
+            if name in names:
+                return True
+        return False
+
+    # -- the walk -----------------------------------------------------------------------------
+    def visit(self, node) -> None:
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is not None:
+            method(node)
+        else:
+            self.generic(node)
+
+    def generic(self, node) -> None:
+        for child in ast.iter_child_nodes(node):
+            self.visit(child)
+
+    def _function(self, node) -> None:
+        for d in getattr(node, "decorator_list", []):
+            self.visit(d)
+        args = node.args
+        for default in (*args.defaults, *args.kw_defaults):
+            if default is not None:
+                self.visit(default)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if not self.program.postponed[self.cell]:  # else text, never evaluated
+                for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+                    if a is not None and a.annotation is not None:
+                        self.visit(a.annotation)
+                if node.returns is not None:
+                    self.visit(node.returns)
+            if self.scopes and self.scopes[-1][0] == "class":
+                params = [*args.posonlyargs, *args.args]
+                if params:
+                    self.ctx_names.add(params[0].arg)
+        self.scopes.append(("function", _locals(node)))
+        for statement in (node.body if isinstance(node.body, list) else [node.body]):
+            self.visit(statement)
+        self.scopes.pop()
+
+    def visit_FunctionDef(self, node) -> None:
+        self._function(node)
+
+    def visit_AsyncFunctionDef(self, node) -> None:
+        self.refuse(node, "async def (asynchronous code, which a by-hand answer does not need)")
+
+    def visit_Lambda(self, node) -> None:
+        self._function(node)
+
+    def visit_ClassDef(self, node) -> None:
+        if not self.rules.classes:
+            self.refuse(node, f"class {node.name} (a class definition, which this exercise does "
+                              f"not need: write functions)")
+            return
+        for n in (*node.decorator_list, *node.bases, *(k.value for k in node.keywords)):
+            self.visit(n)
+        names = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        names |= {t.id for n in node.body if isinstance(n, ast.Assign) for t in n.targets
+                  if isinstance(t, ast.Name)}
+        self.scopes.append(("class", names))
+        # `backward = helper` (or any binding of the section's name but its def) makes another
+        # method the section: then no method is read leniently
+        aliased = any(self.rules.section in _bound(n) for n in node.body
+                      if not isinstance(n, ast.FunctionDef))
+        for statement in node.body:
+            saved = self.lenient
+            self.lenient = bool(self.rules.section) and isinstance(statement, ast.FunctionDef) \
+                and statement.name != self.rules.section and not aliased
+            self.visit(statement)
+            self.lenient = saved
+        self.scopes.pop()
+
+    def visit_AnnAssign(self, node) -> None:
+        if not (self.program.postponed[self.cell] or self.scopes and self.scopes[-1][0] == "function"):
+            self.visit(node.annotation)  # evaluated only at a module's or a class's top level
+        self.visit(node.target)
+        if node.value is not None:
+            self.visit(node.value)
+
+    def _comprehension(self, node) -> None:
+        names = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        self.visit(node.generators[0].iter)  # evaluated in the enclosing scope
+        self.scopes.append(("comprehension", names))
+        for k, g in enumerate(node.generators):
+            self.visit(g.target)
+            if k:
+                self.visit(g.iter)
+            for condition in g.ifs:
+                self.visit(condition)
+        for part in ("elt", "key", "value"):
+            if getattr(node, part, None) is not None:
+                self.visit(getattr(node, part))
+        self.scopes.pop()
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
+    def _is_builtin(self, node, name: str) -> bool:
+        """Whether `node` is Python's own `name` (not a local or a global the learner bound)."""
+        return isinstance(node, ast.Name) and node.id == name and not self.is_local(name) \
+            and not self.program.binds.get(name)
+
+    def _type_of(self, node) -> ast.expr | None:
+        """x, for `type(x)` or `x.__class__`: a value's class, only compared or named below."""
+        if isinstance(node, ast.Call) and self._is_builtin(node.func, "type") \
+                and len(node.args) == 1 and not node.keywords:
+            return node.args[0]
+        if isinstance(node, ast.Attribute) and node.attr == "__class__":
+            return node.value
+        return None
+
+    def visit_Call(self, node) -> None:
+        # hasattr(x, "grad"), getattr(x, "grad", None): with a literal name, the attribute read
+        # `x.grad` is, checked as that read; with a computed name, reflection (refused below)
+        literal = len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+            and isinstance(node.args[1].value, str) and node.args[1].value.isidentifier()
+        if literal and not node.keywords and (
+                self._is_builtin(node.func, "hasattr") and len(node.args) == 2
+                or self._is_builtin(node.func, "getattr") and len(node.args) in (2, 3)):
+            read = ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load())
+            ast.copy_location(read, node)
+            self.visit(read)
+            for default in node.args[2:]:
+                self.visit(default)
+            return
+        self.generic(node)
+
+    def visit_Compare(self, node) -> None:
+        for part in (node.left, *node.comparators):  # type(x) is torch.Tensor
+            subject = self._type_of(part)
+            self.visit(subject if subject is not None else part)
+
+    def visit_MatchClass(self, node) -> None:
+        self.visit(node.cls)
+        for pattern in (*node.patterns, *node.kwd_patterns):
+            self.visit(pattern)
+        for attr in node.kwd_attrs:  # `case torch.Tensor(shape=s)` reads the subject's .shape
+            read = ast.Attribute(value=ast.Name(id="_subject", ctx=ast.Load()), attr=attr,
+                                 ctx=ast.Load())
+            ast.copy_location(read, node)
+            self.check_attribute(read)
+
+    def visit_Import(self, node) -> None:
+        for a in node.names:
+            self._import(node, a.name)
+
+    def visit_ImportFrom(self, node) -> None:
+        module = node.module or ""
+        if node.level:
+            self.refuse(node, "a relative import (a by-hand answer imports only torch, math, "
+                              "itertools, functools, operator, copy)")
+            return
+        if module == "__future__":
+            return  # compiler directives (from __future__ import annotations)
+        for a in node.names:
+            if a.name == "*":
+                self.refuse(node, f"from {module} import * (names that cannot be checked: "
+                                  f"import the module, or the names you use)")
+            elif f"{module}.{a.name}" in MODULES:
+                self._import(node, f"{module}.{a.name}")  # refused where the module is
+            elif self._import(node, module):
+                why = _module_attribute(module, a.name, self.rules)
+                if why:
+                    self.refuse(node, f"{self._spelled(module, a.name)} ({why})")
+
+    def _import(self, node, module: str) -> bool:
+        top = module.split(".")[0]
+        if module in MODULES:
+            if module.startswith("torch.autograd") and not self.rules.classes:
+                self.refuse(node, f"{module} (autograd, which the exercise computes by hand)")
+                return False
+            return True
+        if top in ("numpy", "scipy", "jax", "tensorflow", "cupy", "sympy", "pandas"):
+            why = ("another library: leaving torch, what it computes cannot be checked; stay in "
+                   "torch (plain Python on .tolist() is fine)")
+        elif top == "torch":
+            why = "a part of torch a by-hand answer does not need"
+        elif top == "autograder":
+            why = "the grader's own modules"
+        else:
+            why = ("a module a by-hand answer does not need; modules that reach the "
+                   "interpreter, files or other processes are never allowed")
+        self.refuse(node, f"import {module} ({why})")
+        return False
+
+    def visit_Name(self, node) -> None:
+        if not isinstance(node.ctx, ast.Load):
+            return
+        if node.id in REFLECTION and not self.is_function_local(node.id) \
+                and (self.is_local(node.id) or self.program.binds.get(node.id)):
+            # bound in a class body or at a cell's top level: `del` (or a binding that did not
+            # run) leaves the name to Python's own, which a function's local never does
+            self.refuse(node, f"{node.id} (a name of Python's own, rebound: {REFLECTION[node.id]})")
+        elif not self.is_local(node.id):
+            self.resolve_global(node)
+        elif not self.is_function_local(node.id) and (self.program.binds.get(node.id)
+                                                     or node.id in BUILTINS):
+            # a class body's name is read from the globals until its binding there has run
+            self.resolve_global(node)
+
+    def is_function_local(self, name: str) -> bool:
+        """Whether `name` is a local of the function, lambda or comprehension around this point."""
+        for kind, names in reversed(self.scopes):
+            if kind != "class" and name in names:
+                return True
+        return False
+
+    def _spelled(self, module: str, name: str) -> str:
+        short = {"torch.nn.functional": "F", "torch.nn": "nn"}.get(module, module)
+        return f"{short}.{name}"
+
+    def visit_Attribute(self, node) -> None:
+        attr = node.attr
+        if attr in ("__name__", "__qualname__") and isinstance(node.ctx, ast.Load):
+            subject = self._type_of(node.value)  # type(A).__name__ in a message: a string
+            if subject is not None:
+                self.visit(subject)
+                return
+        if self.rules.classes and attr in GRAPH:
+            self.refuse(node, f".{attr} (autograd's graph or its recording, which a class's "
+                              f"methods do not need: forward computes values, backward the "
+                              f"gradients by hand)")
+            return
+        module = self.module_of(node.value)
+        storing = isinstance(node.ctx, (ast.Store, ast.Del))
+        if module is not None:
+            if module not in MODULES:
+                root = node.value
+                while isinstance(root, ast.Attribute):
+                    root = root.value
+                self.visit(root)  # refused where it is imported (or used, for the setup's)
+                return
+            if storing:
+                self.refuse(node, f"assigns {self._spelled(module, attr)} (changing a module: "
+                                  f"patching torch or Python, which an answer never needs)")
+                return
+            why = _module_attribute(module, attr, self.rules, self.lenient)
+            if why:
+                self.refuse(node, f"{self._spelled(module, attr)} ({why})")
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            self.visit(root)  # the import that binds the module: read, and run, with the rest
+            return
+        self.visit(node.value)
+        self.check_attribute(node)
+
+    def check_attribute(self, node: ast.Attribute) -> None:
+        """An attribute of a value (not of a module): allowed, or refused with why."""
+        attr = node.attr
+        if self.rules.classes and attr in GRAPH:
+            self.refuse(node, f".{attr} (autograd's graph or its recording, which a class's "
+                              f"methods do not need: forward computes values, backward the "
+                              f"gradients by hand)")
+            return
+        storing = isinstance(node.ctx, (ast.Store, ast.Del))
+        ctx = isinstance(node.value, ast.Name) and node.value.id in self.ctx_names \
+            and self.is_local(node.value.id)
+        if attr.startswith("__") and attr.endswith("__"):
+            self.refuse(node, f".{attr} (a dunder attribute, which a by-hand answer does not "
+                              f"need: it reaches Python's internals)")
+        elif attr.startswith("_") and not (attr.startswith("_foreach_") and op_allowed(attr, self.rules)):
+            self.refuse(node, f".{attr} (a private attribute, which a by-hand answer does not "
+                              f"need)")
+        elif storing:
+            if attr not in STORED and not ctx and not self.is_class(node.value):
+                self.refuse(node, f"assigns .{attr} (an answer assigns only a tensor's .data, "
+                                  f".grad or .requires_grad)")
+        elif ctx or attr in TENSOR_META or attr in PYTHON_METHODS or op_allowed(attr, self.rules) \
+                or (self.rules.classes and self.is_class(node.value)) \
+                or (self.lenient and attr not in self.rules.banned):
+            return
+        else:
+            self.refuse(node, f".{attr} (not one a by-hand answer needs: it runs what the "
+                              f"exercise does not allow, or is not a tensor's)")
+
+    def visit_BinOp(self, node) -> None:
+        if isinstance(node.op, ast.MatMult) and not op_allowed("matmul", self.rules):
+            self.refuse(node, "@ (a built-in matrix product, which the exercise forbids)")
+        self.generic(node)
+
+    def visit_AugAssign(self, node) -> None:
+        if isinstance(node.op, ast.MatMult) and not op_allowed("matmul", self.rules):
+            self.refuse(node, "@= (a built-in matrix product, which the exercise forbids)")
+        self.generic(node)
+
+    def visit_Global(self, node) -> None:
+        for name in node.names:
+            if name in REFLECTION or name.startswith("__"):
+                self.refuse(node, f"global {name} (rebinding Python's own names)")

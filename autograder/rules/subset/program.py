@@ -1,0 +1,207 @@
+"""The cells as a program: their top-level statements parsed once, which statement binds which
+global name, and the names a function or a statement binds."""
+
+import ast
+import functools
+from typing import NamedTuple
+
+from .tables import MAX_DEPTH, MODULES
+from .rules import lines_of
+
+
+class _Definition(NamedTuple):
+    cell: int
+    node: ast.stmt
+
+
+@functools.lru_cache(maxsize=64)
+def _parse(source: str) -> ast.Module | None:
+    """A cell's tree (the setup cells' are read once per process; nothing here changes a tree)."""
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _too_deep(source: str) -> bool:
+    """Whether Python's parser gives up on `source` for its depth (not a plain syntax error,
+    which running the cell reports itself, running nothing)."""
+    try:
+        ast.parse(source)
+    except (RecursionError, MemoryError):
+        return True
+    except (SyntaxError, ValueError):
+        return False
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def _cell_binds(source: str) -> tuple:
+    """(index of a top-level statement, the global names it binds), for one cell's source: what
+    it binds itself, and names its functions declare `global`."""
+    tree = _parse(source)
+    out = []
+    for k, node in enumerate(tree.body if tree else ()):
+        declared = {n for x in ast.walk(node) if isinstance(x, ast.Global) for n in x.names}
+        out.append((k, frozenset(_bound(node) | declared)))
+    return tuple(out)
+
+
+class _Program:
+    """The cells' top-level statements, parsed once; which statements bind which global name."""
+
+    def __init__(self, cells: list[dict]):
+        self.cells = cells
+        self.trees: list[ast.Module | None] = []
+        self.lines: list[list[str]] = []
+        self.stars: list[_Definition] = []
+        """`from m import *` statements: whatever name no cell binds may come from one."""
+        self.postponed: list[bool] = []
+        """Per cell: `from __future__ import annotations` (its annotations stay text)."""
+        self.binds: dict[str, list[_Definition]] = {}
+        """name -> the statements that bind it: all in the last learner cell that does (as a
+        kernel holds it: a later cell rebinding a name replaces what an earlier one bound, and
+        grading runs only what is read), and always the setup cells' too. A read may run before
+        the learner's binding (`T = sys; sys = None`), or that binding may never run (`if
+        False:`, a `global` in a function never called): the name then still holds what the
+        setup bound, which must be allowed as well."""
+        for i, cell in enumerate(cells):
+            tree = _parse(cell["source"])
+            self.trees.append(tree)
+            self.lines.append(lines_of(cell["source"]))
+            self.postponed.append(tree is not None and any(
+                isinstance(n, ast.ImportFrom) and n.module == "__future__"
+                and any(a.name == "annotations" for a in n.names) for n in tree.body))
+            self.stars += [_Definition(i, n) for n in (tree.body if tree else ())
+                           if isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names)]
+            for k, names in _cell_binds(cell["source"]):
+                for name in names:
+                    found = self.binds.setdefault(name, [])
+                    if found and found[-1].cell != i:  # an earlier learner cell's: replaced
+                        found[:] = [d for d in found if cells[d.cell].get("label") == SETUP]
+                    found.append(_Definition(i, tree.body[k]))
+
+
+def _depth(node: ast.AST) -> int:
+    """How deeply nested a tree is (read without recursion: the walk must not overflow)."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        deepest = max(deepest, d)
+        if deepest > MAX_DEPTH:
+            return deepest
+        stack.extend((c, d + 1) for c in ast.iter_child_nodes(n))
+    return deepest
+
+
+def _bound(node: ast.stmt) -> set[str]:
+    """Global names a top-level statement binds (not those of the functions it defines)."""
+    out = set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+        return set()  # a compiler directive, kept with every part of its cell that runs
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+            continue
+        if isinstance(n, ast.Lambda):
+            continue
+        if isinstance(n, COMPREHENSIONS):
+            out |= _walrus_targets(n)  # its own names stay in it; := binds the enclosing scope
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+        elif isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
+            out.add(n.target.id)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in n.names if a.name != "*"}
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+        else:
+            out |= _captured(n)
+        stack.extend(ast.iter_child_nodes(n))
+    return out
+
+
+COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _walrus_targets(comprehension) -> set[str]:
+    """Names a comprehension's `:=` binds in the scope around it (its loop names it keeps)."""
+    out, stack = set(), [comprehension]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
+            out.add(n.target.id)
+        stack.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def _captured(node) -> set[str]:
+    """The name a `match` pattern binds (`case (n, k):`, `case [first, *rest]:`, `**extra`)."""
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+        return {node.name}
+    if isinstance(node, ast.MatchMapping) and node.rest:
+        return {node.rest}
+    return set()
+
+
+def _imported_module(node: ast.stmt, name: str) -> str | None:
+    """The module `name` is bound to by the import statement `node` (None: not a module)."""
+    found = None  # `import math as T, torch as T`: Python keeps the last
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            if a.asname == name:
+                found = a.name
+            elif a.asname is None and a.name.split(".")[0] == name:
+                found = name
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        for a in node.names:
+            if (a.asname or a.name) == name:
+                found = f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in MODULES else None
+    return found
+
+
+def _locals(function) -> set[str]:
+    """Names local to a function or lambda: its parameters and what its body binds."""
+    a = function.args
+    names = {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    names |= {p.arg for p in (a.vararg, a.kwarg) if p is not None}
+    declared = set()
+    body = function.body if isinstance(function.body, list) else [function.body]
+    stack = list(body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.Global, ast.Nonlocal)):
+            declared |= set(n.names)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+            stack.extend(n.decorator_list)
+            continue
+        if isinstance(n, ast.Lambda):
+            continue
+        if isinstance(n, COMPREHENSIONS):
+            names |= _walrus_targets(n)  # a comprehension's loop names are its own, not the function's
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            names.add(n.id)
+        elif isinstance(n, ast.arg):
+            names.add(n.arg)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names |= {(x.asname or x.name).split(".")[0] for x in n.names}
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            names.add(n.name)
+        else:
+            names |= _captured(n)
+        stack.extend(ast.iter_child_nodes(n))
+    return names - declared
+
+
+SETUP = "the notebook's setup cell"
