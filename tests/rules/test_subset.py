@@ -223,6 +223,47 @@ def test_backward_is_by_hand_forward_is_not_but_autograd_is_refused_in_both():
         ["torch.autograd.grad (cell LinearFunction, line 4)"]
 
 
+HEAD = "class LinearFunction(torch.autograd.Function):\n    @staticmethod\n"
+
+
+@pytest.mark.parametrize("forward, construct", [
+    # torch re-exports Python's modules: one reaches the interpreter, and from it everything
+    ("        m = torch.sys.modules\n        return F.linear(x, W, b)\n", "torch.sys"),
+    ("        m = torch.nn.modules.module.inspect.sys\n        return F.linear(x, W, b)\n", ".inspect"),
+    ("        os = F.importlib.import_module('os')\n        return F.linear(x, W, b)\n", "F.importlib"),
+    ("        return torch.nn.modules.module.sys\n", ".sys"),   # not there: a typo, or loaded later
+    ("        T = torch\n        return T.sys.modules['builtins'].getattr(T, 'mm')(x, W.t())\n", ".sys"),
+    ("        nn_ = torch.nn\n        return nn_.modules.module.sys\n", ".modules"),
+    # a value's attribute that is no name of torch's tensors: reflection on what it holds
+    ("        o = ctx.saved_tensors\n        return o.getattr(x, 'mm')(W.t())\n", ".getattr"),
+    ("        return x.get_objects()\n", ".get_objects"),
+    # torch's own functions that run code a file holds (unpickling) or reach files
+    ("        state = torch.load('/tmp/w.pt', weights_only=False)\n        return x\n", "torch.load"),
+    ("        return torch.serialization.pickle.loads(b'')\n", "torch.serialization"),
+])
+def test_a_class_method_not_done_by_hand_still_reaches_only_torch(forward, construct):
+    """A class's methods other than the by-hand one may use any public torch function, not what
+    torch imported from Python (a module object reaches everything its module imported: the
+    recorder of the learner's own process, the interpreter) nor torch's code runners."""
+    answer = HEAD + "    def forward(ctx, x, W, b=None):\n" + forward
+    found = refused(answer, "LinearFunction", "07_custom_autograd")
+    assert any(f.startswith(construct + " (") for f in found), found
+
+
+@pytest.mark.parametrize("forward", [
+    "        return F.linear(x, W, b)\n",
+    "        y = x.mm(W.t())\n        return y if b is None else y + b.unsqueeze(0).expand_as(y)\n",
+    "        return torch.addmm(b, x, W.T) if b is not None else torch.matmul(x, W.mT)\n",
+    "        return torch.nn.functional.linear(x, W, b)\n",
+    "        return torch.special.expit(x) * 0 + torch.einsum('ni,oi->no', x, W)\n",
+    "        eps = torch.finfo(x.dtype).eps\n        return (x @ W.T).clamp(min=-1 / eps)\n",
+    "        out = x.new_zeros(x.shape[0], W.shape[0])\n        out.addmm_(x, W.t())\n        return out\n",
+])
+def test_a_class_method_not_done_by_hand_may_use_any_public_torch_function(forward):
+    answer = HEAD + "    def forward(ctx, x, W, b=None):\n        ctx.save_for_backward(x, W)\n" + forward
+    assert refused(answer, "LinearFunction", "07_custom_autograd") == []
+
+
 def test_the_kernel_reads_the_last_run_of_each_cell():
     old = "def matmul(A, B):\n    return A @ B\n"
     new = "def matmul(A, B):\n    return (A[:, :, None] * B[None]).sum(1)\n"

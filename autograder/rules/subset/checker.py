@@ -2,11 +2,14 @@
 with a `Finding`, and every statement read is kept (what grading may run)."""
 
 import ast
+import inspect
+import sys
 
 from .tables import (
     BUILTINS, CLASS_BUILTINS, EXCEPTIONS, GRAPH, MAX_DEPTH, MODULES, PYTHON_METHODS, REFLECTION,
     STORED, TENSOR_META)
-from .rules import Finding, MAX_QUOTE, Rules, _module_attribute, op_allowed
+from .rules import (Finding, MAX_QUOTE, Rules, _module_attribute, _torch, op_allowed,
+                    tensor_name)
 from .program import SETUP, _Definition, _Program, _bound, _depth, _imported_module, _locals
 
 
@@ -405,11 +408,32 @@ class _Checker:
                                   f".grad or .requires_grad)")
         elif ctx or attr in TENSOR_META or attr in PYTHON_METHODS or op_allowed(attr, self.rules) \
                 or (self.rules.classes and self.is_class(node.value)) \
-                or (self.lenient and attr not in self.rules.banned):
+                or (self.lenient and attr not in self.rules.banned and self.torch_name(node)):
             return
         else:
             self.refuse(node, f".{attr} (not one a by-hand answer needs: it runs what the "
                               f"exercise does not allow, or is not a tensor's)")
+
+    def torch_name(self, node: ast.Attribute) -> bool:
+        """Whether an attribute of a value, in a method any public torch function may use, is a
+        public name of torch: of a part of torch the code names (`torch.special.expit`), else of
+        torch's tensors or of torch itself (`y.addmm_`), not `.sys` or `.getattr`."""
+        module = self.torch_module_of(node.value)
+        if module is not None:
+            return _module_attribute(module, node.attr, self.rules, lenient=True) is None
+        return tensor_name(node.attr)
+
+    def torch_module_of(self, node) -> str | None:
+        """The module of torch an attribute chain names (`torch.nn.modules`), read from torch
+        without running anything; None for a value that is not one."""
+        module = self.module_of(node)
+        if module is not None or not isinstance(node, ast.Attribute):
+            return module
+        parent = self.torch_module_of(node.value)
+        found = sys.modules.get(parent) if parent and _torch() else None
+        value = inspect.getattr_static(found, node.attr, None) if found is not None else None
+        name = getattr(value, "__name__", "") if inspect.ismodule(value) else ""
+        return name if name == "torch" or name.startswith("torch.") else None
 
     def visit_BinOp(self, node) -> None:
         if isinstance(node.op, ast.MatMult) and not op_allowed("matmul", self.rules):

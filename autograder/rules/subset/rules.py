@@ -1,7 +1,9 @@
 """One by-hand function's subset (`Rules`), a construct found in the learner's code (`Finding`),
 and whether a torch name is allowed under a `Rules`."""
 
+import inspect
 import re
+import sys
 from typing import NamedTuple
 
 from .tables import ALIASES, GRAPH, MODULES, PRODUCT_NAMES, TORCH_VALUES, UNSAFE_TORCH
@@ -78,6 +80,48 @@ def op_allowed(name: str, rules: Rules) -> bool:
     return base in PRODUCT_NAMES and "mm" in ops
 
 
+def _torch():
+    """torch, as the process that reads the code has it (the grader's, or the learner's kernel for
+    the notebook's own checks: what a name of torch is, is read from torch, not from a list)."""
+    return sys.modules.get("torch") or __import__("torch")
+
+
+def _outside_torch(module: str, name: str) -> str | None:
+    """Why `module.name`, in a method any public torch function may use, reaches past torch's
+    computations, or None: a module of Python's that torch imported (`torch.sys`, a module object
+    reaches everything it imported), or a function of a part of torch that runs code or reaches
+    files and processes (`torch.load` unpickles: it runs whatever the file says)."""
+    _torch()
+    found = sys.modules.get(module)
+    value = inspect.getattr_static(found, name, None) if found is not None else None
+    if value is None:  # not there when read: a part torch loads only when first used, or a typo
+        return f"not a name {module} has"
+    if inspect.ismodule(value):
+        where = value.__name__
+        if where != "torch" and not where.startswith("torch."):
+            return f"Python's module {where}, which torch imports: it reaches the interpreter"
+    else:
+        where = getattr(value, "__module__", None)
+        where = where if isinstance(where, str) else "torch"
+        if where.split(".")[0] != "torch":
+            return f"not torch's own (it comes from {where})"
+    if set(where.split(".")[1:]) & UNSAFE_TORCH:
+        return "a part of torch that registers operators, runs code, or reaches files or processes"
+    return None
+
+
+def tensor_name(name: str) -> bool:
+    """Whether `name` is a public name of torch's tensors or of torch: what an attribute of a value
+    may be in a method any public torch function may use (not `.modules`, `.getattr`, `.sys`)."""
+    torch = _torch()
+    if name.startswith("_"):
+        return False
+    if inspect.getattr_static(torch.Tensor, name, None) is not None:
+        return True
+    value = inspect.getattr_static(torch, name, None)
+    return value is not None and not inspect.ismodule(value) and _outside_torch("torch", name) is None
+
+
 def _module_attribute(module: str, name: str, rules: Rules, lenient: bool = False) -> str | None:
     """None if `module.name` is allowed, else why not."""
     if name.startswith("__") and name.endswith("__"):
@@ -90,7 +134,7 @@ def _module_attribute(module: str, name: str, rules: Rules, lenient: bool = Fals
         return "autograd, which the exercise computes by hand"
     if lenient and module.startswith("torch") and not name.startswith("_") \
             and name not in rules.banned and name not in UNSAFE_TORCH:
-        return None
+        return _outside_torch(module, name)
     if module in MODULES and MODULES[module] == "any":
         return None if not name.startswith("_") else "a private name"
     if isinstance(MODULES.get(module), set):

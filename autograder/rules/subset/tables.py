@@ -107,6 +107,7 @@ PRODUCT_NAMES = frozenset({
 
 
 UNSAFE_TORCH = frozenset({"library", "ops", "utils", "overrides", "func", "fx", "jit", "compile",
-                          "multiprocessing", "distributed", "hub", "package", "classes"})
+                          "multiprocessing", "distributed", "hub", "package", "classes",
+                          "serialization", "export", "onnx"})
 """Parts of torch that register operators, run code or reach processes: refused even where any
 torch function is allowed (a class's methods other than the by-hand one)."""
