@@ -12,7 +12,9 @@ server, so scores and feedback are those of a serial run.
   (`PRAGMA busy_timeout`) instead of failing with "database is locked"; every submission's rows
   are written by one worker, once.
 * An assignment that is in source/ but not yet in the gradebook is put there before the fork
-  (`autograder.nbgrader.gradebook.put_in_gradebook`), so no two workers create it.
+  (`autograder.nbgrader.gradebook.put_in_gradebook`), so no two workers create it; when that
+  fails (`alembic` not on PATH, a gradebook nbgrader cannot open), the run is nbgrader's own
+  loop, which reports the failure per submission as stock nbgrader does.
 * Workers die with the nbgrader process however it ends (kill -9 too: PR_SET_PDEATHSIG and a
   pipe they watch), and the jailed kernels and servers under them die with them.
 * A failed submission is logged by its worker as nbgrader logs it (which submission, why); the
@@ -105,10 +107,14 @@ def install(config=None) -> None:
         if workers <= 1:
             return serial(self)
         for assignment in sorted({_submission(self, k)[0] for k in keys} - {""}):
-            try:  # once, before the fork; the hook finds it there (a failure: as the hook's)
+            try:  # once, before the fork, so that no two workers create the same rows
                 put_in_gradebook(os.getcwd(), assignment, config)
-            except Exception:  # noqa: BLE001
-                self.log.info("Could not put %s in the gradebook", assignment, exc_info=True)
+            except Exception as error:  # noqa: BLE001 - nbgrader's own loop meets it, and says so
+                # (workers would race to create the course's rows and drop a submission)
+                self.log.warning("Could not put %s in the gradebook before grading in parallel "
+                                 "(%s): grading one submission at a time", assignment,
+                                 (str(error).strip().splitlines() or [type(error).__name__])[-1])
+                return serial(self)
         taken = Value("q", 0)
         watch_read, watch_write = os.pipe()   # readable in the workers once this process is gone
         sys.stdout.flush(), sys.stderr.flush()

@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from autograder.instructor.build import tool_env
-from autograder.course import ASSIGNMENTS
+from autograder.course import ASSIGNMENTS, ROOT
 from conftest import cmdline, descendants, kill_all, proc_stat, wait_until_gone
 
 STUDENTS = {"01_linear_algebra": ["solution", "unanswered", "kills_process", "forge_sys_modules"],
@@ -115,6 +116,29 @@ def test_parallel_warm_autograde_grades_as_one_fresh_kernel_at_a_time(course, su
     assert len(feedback) == sum(map(len, STUDENTS.values()))
     assert all("<img" in html for html in feedback.values()), "the notebooks' figures are shown"
     assert feedback == _feedback(roots["new"])
+
+
+def test_a_gradebook_that_cannot_be_prepared_is_graded_one_submission_at_a_time(course, tmp_path):
+    """Without `alembic` on PATH nbgrader cannot stamp a new gradebook: the preparation before the
+    fork fails, and workers started anyway raced to create the course's row (UNIQUE constraint
+    failed: course.id), dropping a submission (exported as 0). The run is then nbgrader's own
+    loop instead, and every submission is graded."""
+    root = tmp_path / "course"
+    shutil.copytree(course, root)
+    for student in ("a", "b"):
+        folder = root / "submitted" / student / A1
+        folder.mkdir(parents=True)
+        shutil.copy(ROOT / "release" / A1 / ASSIGNMENTS[A1].notebook, folder)
+    nbgrader = Path(sys.executable).parent / "nbgrader"
+    env = {**os.environ, "PATH": "/usr/bin:/bin", "AUTOGRADER_NBGRADER_JOBS": "2"}
+    done = subprocess.run([str(nbgrader), "autograde", A1], cwd=root, env=env,
+                          capture_output=True, text=True)
+    assert "grading one submission at a time" in done.stderr, done.stderr[-3000:]
+    assert "UNIQUE constraint" not in done.stderr and "worker processes" not in done.stderr
+    with Gradebook(f"sqlite:///{root}/gradebook.db") as gb:
+        graded = {s.student.id for s in gb.assignment_submissions(A1)}
+    assert graded == {"a", "b"}
+    assert all((root / "autograded" / s / A1 / ASSIGNMENTS[A1].notebook).is_file() for s in graded)
 
 
 def test_kill_9_of_parallel_autograde_leaves_no_process_behind(course, submitted, tmp_path):
