@@ -245,6 +245,19 @@ def _output_metadata(metadata) -> dict:
     return kept
 
 
+_TEX_REACH = re.compile(r"\\(style|class|cssId|href|require|unicode|bbox)(?![A-Za-z])")
+"""TeX commands with which math asks the page's MathJax for a CSS style (`cursor:url(...)` is a
+request on hover; a large font or a margin lays the math over the page), a class or an id of the
+page's own, a link, an extension or a font. MathJax typesets every `$...$` of the page's text
+that is not code, sanitized HTML included, so the commands are found in the text itself."""
+
+
+def tame_tex(text: str) -> str:
+    """`text` with each such command's backslash made a TeX space (`\\ style`: the letters, typeset
+    as they are); the rest of the math as written."""
+    return _TEX_REACH.sub(lambda m: "\\ " + m.group(1), text)
+
+
 class LearnerHTML(SanitizeHTML):
     """nbconvert's `SanitizeHTML` over what the learner made, with `learner_html` as its sanitizer:
     every code cell's outputs (HTML and markdown cleaned, JavaScript, SVG and other active types
@@ -310,12 +323,17 @@ class LearnerHTML(SanitizeHTML):
                     data["text/html"] = safe
             if isinstance(data, dict) and isinstance(data.get("text/html"), list):
                 data["text/html"] = "".join(data["text/html"])
+            for kind in ("text/latex", "text/markdown", "text/html"):
+                if isinstance(data, dict) and isinstance(data.get(kind), (str, list)):
+                    text = data[kind]
+                    data[kind] = tame_tex("".join(text) if isinstance(text, list) else text)
         return super().sanitize_code_outputs(outputs)
 
     def preprocess_cell(self, cell, resources, cell_index):
         if cell.cell_type == "code":
             cell.outputs = self.sanitize_code_outputs(cell.get("outputs", []))
         elif cell.cell_type in ("markdown", "raw") and cell.source not in getattr(self, "_trusted", ()):
+            cell.source = tame_tex(cell.source)
             if cell.cell_type == "markdown":
                 safe = self.safe_markdown(cell.source, cell.get("attachments"))
                 if safe is not None:
@@ -324,6 +342,7 @@ class LearnerHTML(SanitizeHTML):
                 cell.source = self.sanitize_html_tags(cell.source)
         comment = nbgrader_metadata(cell).get("comment")
         if isinstance(comment, str) and comment:   # generate_feedback: GetGrades put it there
+            comment = cell.metadata.nbgrader["comment"] = tame_tex(comment)
             safe = self.safe_markdown(comment)
             if safe is not None:
                 cell.metadata.nbgrader["comment"] = safe

@@ -276,3 +276,34 @@ def test_no_payload_makes_a_request_from_a_markdown_or_html_output(payload):
     nb, _ = LearnerHTML().preprocess(nbformat.v4.new_notebook(cells=[cell]), {})
     html, _ = HTMLExporter().from_notebook_node(nb)
     assert requests_in(_main(html)) == [], payload
+
+
+TEX_REACH = [r"$\style{cursor:url(http://beacon.invalid/s),auto;font-size:500px}{X}$",
+             r"$$\href{javascript:alert(1)}{x}$$", r"$\class{jp-Dialog}{x} + \cssId{main}{y}$",
+             r"$\require{action}\toggle{a}{b}\endtoggle$", r"$\bbox[background:url(/logout)]{x}$",
+             r"$\def\s{\st yle}\unicode[Evil]{x41}$"]
+"""Math whose TeX asks the page's MathJax for a style (a URL fetched on hover, text laid over the
+page), a class or an id of the page's own, a link, an extension or a font: what a learner's math
+never needs."""
+TEX_COMMAND = re.compile(r"\\(style|class|cssId|href|require|unicode|bbox)(?![A-Za-z])")
+
+
+@pytest.mark.parametrize("math", TEX_REACH)
+def test_a_learners_math_asks_mathjax_for_no_style_link_or_extension(math):
+    """In a markdown cell and in a code cell's LaTeX, markdown and HTML outputs alike: the
+    command loses its backslash's meaning (`\\ style`, a space then the letters), the rest of the
+    math stays as written."""
+    nb = _clean([math])
+    code = nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output(
+        "display_data", data={"text/latex": math, "text/markdown": math, "text/html": math})])
+    nb.cells.append(code)
+    nb, _ = LearnerHTML().preprocess(nb, {})
+    data = nb.cells[1].outputs[0]["data"]
+    for text in (nb.cells[0].source, *data.values()):
+        assert not TEX_COMMAND.search(text), text
+    assert math in nb.cells[0].source.replace("\\ ", "\\")  # as written, or in sanitized HTML
+
+
+def test_math_that_asks_for_nothing_stays_as_written():
+    math = r"$\frac{\partial L}{\partial W} = \delta^\top x$, $\mathbf{h} = \operatorname{relu}(z)$"
+    assert _clean([math]).cells[0].source == math
