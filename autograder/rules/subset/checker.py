@@ -8,7 +8,7 @@ import sys
 from .tables import (
     BUILTINS, CLASS_BUILTINS, EXCEPTIONS, GRAPH, MAX_DEPTH, MODULES, PYTHON_METHODS, REFLECTION,
     STORED, TENSOR_META)
-from .rules import (Finding, MAX_QUOTE, Rules, _module_attribute, _torch, op_allowed,
+from .rules import (Finding, MAX_QUOTE, Rules, _module_attribute, _torch_now, op_allowed,
                     tensor_name)
 from .program import SETUP, _Definition, _Program, _bound, _depth, _imported_module, _locals
 
@@ -430,7 +430,7 @@ class _Checker:
         if module is not None or not isinstance(node, ast.Attribute):
             return module
         parent = self.torch_module_of(node.value)
-        found = sys.modules.get(parent) if parent and _torch() else None
+        found = sys.modules.get(parent) if parent and _torch_now() else None
         value = inspect.getattr_static(found, node.attr, None) if found is not None else None
         name = getattr(value, "__name__", "") if inspect.ismodule(value) else ""
         return name if name == "torch" or name.startswith("torch.") else None

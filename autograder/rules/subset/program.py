@@ -47,6 +47,39 @@ def _cell_binds(source: str) -> tuple:
     return tuple(out)
 
 
+def _root(node) -> str | None:
+    """The name an expression's value is reached from: `SLOPE` of `SLOPE["pos"]`, `L` of
+    `L.append`, `cfg` of `cfg.opts[0].x`."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+@functools.lru_cache(maxsize=64)
+def _cell_changes(source: str) -> tuple:
+    """(index of a top-level statement, the global names whose value it changes without binding
+    them): an item or an attribute assigned or deleted (`SLOPE["pos"] = 1.0`), or a method called
+    for its effect (`START.append("grad_fn")`), outside the functions and classes it defines."""
+    tree = _parse(source)
+    out = []
+    for k, node in enumerate(tree.body if tree else ()):
+        changed, stack = set(), [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                changed.add(_root(n))
+            elif isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) \
+                    and isinstance(n.value.func, ast.Attribute):
+                changed.add(_root(n.value.func))
+            stack.extend(ast.iter_child_nodes(n))
+        changed -= {None} | _bound(node)
+        if changed:
+            out.append((k, frozenset(changed)))
+    return tuple(out)
+
+
 class _Program:
     """The cells' top-level statements, parsed once; which statements bind which global name."""
 
@@ -61,7 +94,8 @@ class _Program:
         self.binds: dict[str, list[_Definition]] = {}
         """name -> the statements that bind it: all in the last learner cell that does (as a
         kernel holds it: a later cell rebinding a name replaces what an earlier one bound, and
-        grading runs only what is read), and always the setup cells' too. A read may run before
+        grading runs only what is read), the learner's later statements that change what it
+        holds (`SLOPE["pos"] = 1.0`), and always the setup cells' too. A read may run before
         the learner's binding (`T = sys; sys = None`), or that binding may never run (`if
         False:`, a `global` in a function never called): the name then still holds what the
         setup bound, which must be allowed as well."""
@@ -80,6 +114,17 @@ class _Program:
                     if found and found[-1].cell != i:  # an earlier learner cell's: replaced
                         found[:] = [d for d in found if cells[d.cell].get("label") == SETUP]
                     found.append(_Definition(i, tree.body[k]))
+            if cells[i].get("label") == SETUP:
+                continue
+            # A statement that changes what a learner's global holds (`SLOPE["pos"] = 1.0`,
+            # `L.append(x)`) runs with that global's bindings, as it ran in the kernel (not for a
+            # module: `torch.manual_seed(0)` is a demo line; patching one is refused where read).
+            for k, names in _cell_changes(cell["source"]):
+                for name in names:
+                    found = self.binds.get(name, [])
+                    if any(cells[d.cell].get("label") != SETUP
+                           and not isinstance(d.node, (ast.Import, ast.ImportFrom)) for d in found):
+                        found.append(_Definition(i, tree.body[k]))
 
 
 def _depth(node: ast.AST) -> int:

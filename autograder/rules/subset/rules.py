@@ -80,7 +80,7 @@ def op_allowed(name: str, rules: Rules) -> bool:
     return base in PRODUCT_NAMES and "mm" in ops
 
 
-def _torch():
+def _torch_now():
     """torch, as the process that reads the code has it (the grader's, or the learner's kernel for
     the notebook's own checks: what a name of torch is, is read from torch, not from a list)."""
     return sys.modules.get("torch") or __import__("torch")
@@ -91,7 +91,7 @@ def _outside_torch(module: str, name: str) -> str | None:
     computations, or None: a module of Python's that torch imported (`torch.sys`, a module object
     reaches everything it imported), or a function of a part of torch that runs code or reaches
     files and processes (`torch.load` unpickles: it runs whatever the file says)."""
-    _torch()
+    _torch_now()
     found = sys.modules.get(module)
     value = inspect.getattr_static(found, name, None) if found is not None else None
     if value is None:  # not there when read: a part torch loads only when first used, or a typo
@@ -113,7 +113,7 @@ def _outside_torch(module: str, name: str) -> str | None:
 def tensor_name(name: str) -> bool:
     """Whether `name` is a public name of torch's tensors or of torch: what an attribute of a value
     may be in a method any public torch function may use (not `.modules`, `.getattr`, `.sys`)."""
-    torch = _torch()
+    torch = _torch_now()
     if name.startswith("_"):
         return False
     if inspect.getattr_static(torch.Tensor, name, None) is not None:
