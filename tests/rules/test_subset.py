@@ -264,6 +264,17 @@ def test_a_class_method_not_done_by_hand_may_use_any_public_torch_function(forwa
     assert refused(answer, "LinearFunction", "07_custom_autograd") == []
 
 
+def test_a_statement_that_fills_a_reached_global_is_read_and_checked():
+    """`T["f"] = torch.mm` binds nothing, but the kernel ran it and the answer reads what it put
+    there: it runs in grading, so it is checked (a changed global that nothing reads, and a
+    module's `torch.manual_seed(0)`, are neither)."""
+    answer = "def matmul(A, B):\n    return T['f'](A, B)"
+    assert refused(answer, added="T = {}\nT['f'] = torch.mm\n") == ["torch.mm (a cell you added, line 2)"]
+    honest = "def matmul(A, B):\n    return (A[:, :, None] * B[None] * T['scale']).sum(1)"
+    added = "T = {}\nT['scale'] = 1.0\nU = []\nU.append(torch.mm)\ntorch.manual_seed(0)\n"
+    assert refused(honest, added=added) == []
+
+
 def test_the_kernel_reads_the_last_run_of_each_cell():
     old = "def matmul(A, B):\n    return A @ B\n"
     new = "def matmul(A, B):\n    return (A[:, :, None] * B[None]).sum(1)\n"
