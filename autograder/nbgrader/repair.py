@@ -2,9 +2,11 @@
 graded unlike the standalone grader (`c.Autograde.sanitize_preprocessors`, `sanitize_preprocessors()`).
 
 * `RepairCellMetadata`: empty or malformed nbgrader metadata becomes an ordinary cell, an unknown
-  schema version the current one (either stops `nbgrader autograde` for every later learner), and
-  a cell that keeps a course cell's id gets that cell's metadata back, by the standalone grader's
-  rule (`autograder.grade.submission.regained`: not while the course cell is there);
+  schema version the current one (either stops `nbgrader autograde` for every later learner), a
+  cell that keeps a course cell's id gets that cell's metadata back, by the standalone grader's
+  rule (`autograder.grade.submission.regained`: not while the course cell is there), a graded
+  cell the course does not have is an ordinary cell, and a course cell's flags and points are
+  the course's;
 * `DeduplicateCopies`: nbgrader's `DeduplicateIds`, whose emptied copies (a copied answer cell keeps
   its nbgrader metadata) become ordinary cells that `TrustedGrades` still grades as copies;
 * `RestoreGradeCells`: nbgrader's `OverwriteCells`, which also puts a deleted hidden-test cell back
@@ -73,10 +75,34 @@ class RepairCellMetadata(NbGraderPreprocessor):
                      for c in nb.cells]
             for i, cell_id in regained(cells, source).items():
                 nb.cells[i].metadata["nbgrader"] = copy.deepcopy(source.metadata[cell_id])
+            self._course_cells_only(nb, source)
         for cell in nb.cells:
             if cell.cell_type in ("markdown", "raw") and "nbgrader" in cell.metadata:
                 cell.metadata[COPY] = {"cell_type": cell.cell_type}
         return super().preprocess(nb, resources)
+
+    def _course_cells_only(self, nb, source) -> None:
+        """What makes a cell graded is the course's, as the standalone grader reads it: a cell
+        the learner marked graded with a grade_id the course does not have (Create Assignment's
+        toolbar) becomes an ordinary cell, and a course cell's grading flags and points are the
+        course's (nbgrader's CheckCellMetadata refused such a notebook: 0 and no feedback)."""
+        course = {meta.get("grade_id"): meta for meta in source.metadata.values()}
+        for index, cell in enumerate(nb.cells):
+            meta = cell.metadata.get("nbgrader")
+            if not isinstance(meta, dict) or not meta:
+                continue  # preprocess_cell's
+            mine = course.get(_string(meta.get("grade_id")))
+            if mine is None:
+                if meta.get("grade") or meta.get("solution") or meta.get("task"):
+                    self.log.warning("cell %s: graded cell %r is not the course's: an ordinary "
+                                     "cell", index, meta.get("grade_id"))
+                del cell.metadata["nbgrader"]
+                continue
+            for key in ("grade", "solution", "locked", "task", "points"):
+                if key in mine:
+                    meta[key] = copy.deepcopy(mine[key])
+                else:
+                    meta.pop(key, None)
 
     def preprocess_cell(self, cell, resources, cell_index):
         from nbgrader.nbgraderformat import MetadataValidator

@@ -139,6 +139,25 @@ def _oversized():
     return nbformat.writes(_solution()) + " " * (MAX_BYTES + 1)
 
 
+def _graded_cells_of_its_own():
+    """A wrong matmul whose answer cell the learner marked graded (30 points), beside a code cell
+    and a written answer of its own marked graded (50 and 20 points): nbgrader's Create Assignment
+    toolbar is a click away. nbgrader refused the notebook (0 on every test, no feedback) where
+    the standalone grader scores it as a notebook of ordinary cells: 6 of 11."""
+    nb = _solution()
+    i = _index(nb, "matmul")
+    nb.cells[i].source = "def matmul(A, B):\n    return torch.zeros(A.shape[0], B.shape[1], dtype=A.dtype)"
+    nb.cells[i].metadata["nbgrader"].update(grade=True, points=30)
+    bonus = new_code_cell("print('bonus')")
+    bonus.metadata["nbgrader"] = {"grade": True, "solution": False, "locked": True, "points": 50,
+                                  "grade_id": "tests_bonus", "schema_version": 3}
+    written = nbformat.v4.new_markdown_cell("my own answer")
+    written.metadata["nbgrader"] = {"grade": True, "solution": True, "locked": False, "points": 20,
+                                    "grade_id": "bonus_written", "schema_version": 3}
+    nb.cells[i + 1:i + 1] = [bonus, written]
+    return nb
+
+
 STUDENTS = {  # autograded in this order: a copied answer cell must not stop the later learners
     "a_copied_answer": _copied_answer,
     "b_honest": _solution,
@@ -148,10 +167,12 @@ STUDENTS = {  # autograded in this order: a copied answer cell must not stop the
     "f_answer_markdown": _answer_markdown,
     "g_metadata_stripped": _metadata_stripped,
     "h_oversized": _oversized,
+    "i_graded_cells_of_its_own": _graded_cells_of_its_own,
 }
 FULL = {"tests_matmul": 5.0, "tests_linear_forward": 6.0}
 EXPECTED = {**dict.fromkeys(STUDENTS, FULL), "f_answer_markdown": {**FULL, "tests_matmul": 0.0},
-            "h_oversized": {"tests_matmul": 0.0, "tests_linear_forward": 0.0}}
+            "h_oversized": {"tests_matmul": 0.0, "tests_linear_forward": 0.0},
+            "i_graded_cells_of_its_own": {**FULL, "tests_matmul": 0.0}}
 
 
 @pytest.fixture(scope="module")
@@ -206,6 +227,17 @@ def test_autograde_finishes_for_every_learner(hostile):
 def test_recorded_scores_equal_the_standalone_grader(hostile, standalone, student):
     root, _ = hostile
     assert _recorded(root, student) == _expected(standalone[student])
+
+
+def test_cells_a_learner_marked_for_grading_are_graded_as_ordinary_cells(hostile):
+    """The gradebook holds the course's grade cells only, each with the course's points: a cell
+    the learner marked graded adds nothing, and an answer cell marked graded is the answer cell."""
+    root, _ = hostile
+    with Gradebook(f"sqlite:///{root}/gradebook.db") as gb:
+        def grade_cells(student):
+            sub = gb.find_submission_notebook(NOTEBOOK, A.id, student)
+            return {g.name: g.max_score for g in sub.grades}
+        assert grade_cells("i_graded_cells_of_its_own") == grade_cells("b_honest")
 
 
 def test_standalone_gives_these_notebooks_their_scores(standalone):
