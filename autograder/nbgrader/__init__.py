@@ -10,8 +10,10 @@ tests that hold each to its job.
   (tests/nbgrader/test_nbgrader_hostile.py, tests/grade/test_malformed.py);
 * `gradebook`: the gradebook filled from source/ on a fresh clone, hand-ins stamped, no manual
   grade for an unanswered written answer (tests/nbgrader/test_feedback.py, tests/nbgrader/test_exchange.py);
-* `feedback`: sanitized learner output, no grader-only text, readable pages (tests/nbgrader/test_feedback.py,
-  tests/nbgrader/test_learner_markdown.py, the Chromium test in tests/instructor/test_browser.py);
+* `sanitize`: learner output and markdown made safe to show, math included
+  (tests/nbgrader/test_learner_markdown.py, the Chromium test in tests/instructor/test_browser.py);
+* `feedback`: no grader-only text, readable pages, the feedback's steps in order
+  (tests/nbgrader/test_feedback.py);
 * `export`: a spreadsheet-safe grades.csv (tests/grade/test_spreadsheet.py);
 * `parallel`: autograde on every core, grades equal to a serial run (tests/nbgrader/test_nbgrader_parallel.py).
 """

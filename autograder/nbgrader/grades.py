@@ -19,7 +19,8 @@ import nbformat
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor, SaveAutoGrades
 
-from autograder.nbgrader.feedback import LearnerHTML, MarkSchemeForGraders
+from autograder.nbgrader.feedback import MarkSchemeForGraders
+from autograder.nbgrader.sanitize import LearnerHTML
 from autograder.nbgrader.gradebook import SaveGrades
 from autograder.nbgrader.kernels import JailedExecute
 from autograder.nbgrader.cells import nbgrader_metadata

@@ -476,7 +476,7 @@ def _payload_page(tmp_path) -> Path:
     from nbconvert import HTMLExporter
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
 
-    from autograder.nbgrader.feedback import LearnerHTML
+    from autograder.nbgrader.sanitize import LearnerHTML
     from test_learner_markdown import CORPUS
 
     cells = [new_markdown_cell(p) for p in CORPUS]

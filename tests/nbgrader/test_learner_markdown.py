@@ -13,7 +13,7 @@ import nbformat
 import pytest
 from nbconvert import HTMLExporter
 
-from autograder.nbgrader.feedback import LearnerHTML
+from autograder.nbgrader.sanitize import LearnerHTML
 
 PAYLOADS = [
     "[click](javascript:alert(document.cookie))",
@@ -213,7 +213,7 @@ def test_sanitizing_twice_changes_nothing_more():
 def test_a_sanitized_cell_reads_as_html_not_as_markdown_again(payload):
     """The stored cell is rendered as markdown again by every reader: it must give exactly the
     sanitized HTML (no autolinked URL of a removed link, no image from text after a blank line)."""
-    from autograder.nbgrader.feedback import _render_markdown, _tokens
+    from autograder.nbgrader.sanitize import _render_markdown, _tokens
     (cell,) = _clean([payload]).cells
     if cell.source != payload:
         assert _tokens(_render_markdown(cell.source).strip()) == _tokens(cell.source.strip()), cell.source

@@ -36,7 +36,7 @@ img{max-width:100%;height:auto;display:block;margin:.6em 0}
 
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-"""The page's own rule, as the feedback's sanitizer's (autograder/nbgrader/feedback.py): learner
+"""The page's own rule, as the feedback's sanitizer's (autograder/nbgrader/sanitize.py): learner
 text is escaped, and even so nothing in the page may make the browser send a request (images
 only from data in the page, no script, no style sheet from elsewhere)."""
 
