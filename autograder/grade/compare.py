@@ -97,6 +97,8 @@ def expect_tensor(got, expected: torch.Tensor, what: str, *,
     if isinstance(got, Unsupported) or not isinstance(got, torch.Tensor):
         kind = got.type_name if isinstance(got, Unsupported) else type(got).__name__
         hint = _diagnose(got, expected, mistakes) if isinstance(got, (tuple, list)) else ""
+        if not hint and isinstance(got, (int, float)) and not isinstance(got, bool):
+            hint = f"\nWhat differs: {difference.describe_number(got, expected, _inputs)}"
         fail(f"{what} returned a {kind}; expected a torch.Tensor of shape {_shape(expected)}.{hint}")
     # The listed mistakes are computed only for a wrong answer (a right one pays nothing for them).
     if got.shape != expected.shape:

@@ -87,7 +87,7 @@ def describe(got: torch.Tensor, expected: torch.Tensor, inputs: Inputs = (),
     if g.shape != e.shape or g.numel() == 0:
         return ""
     for finder in (_non_finite, _zeros, _an_input, _transposed, _factor, _offset, _row_offset,
-                   _condition, _leading, _one_index):
+                   _inverted, _condition, _leading, _one_index):
         said = finder(g, e, inputs, rtol, atol)
         if said:
             return said
@@ -108,7 +108,56 @@ def describe_shape(got: torch.Tensor, expected: torch.Tensor, inputs: Inputs = (
                     and _all_close(g, e.permute(order), rtol, atol):
                 what = "transposed" if e.dim() == 2 else f"with its axes in the order {order}"
                 return f"your result is the expected one {what}."
-    return _an_input(g, e, inputs, rtol, atol, any_shape=True)
+    return (_size_one(g, e, rtol, atol) or _reduced(g, e, rtol, atol)
+            or _an_input(g, e, inputs, rtol, atol, any_shape=True))
+
+
+def _size_one(g, e, rtol, atol) -> str:
+    """The right values with a dimension of size 1 too many or too few."""
+    if g.numel() != e.numel() or g.numel() == 0 or g.dim() == e.dim() \
+            or [s for s in g.shape if s != 1] != [s for s in e.shape if s != 1] \
+            or not _all_close(g.reshape(e.shape), e, rtol, atol):
+        return ""
+    if g.dim() > e.dim():
+        return ("the values are right; the shape has a dimension of size 1 too many (a sum or a "
+                "mean with keepdim=True, or an unsqueeze, adds one).")
+    return ("the values are right; the shape lacks a dimension of size 1 (a squeeze, or an "
+            "index [0], removes one).")
+
+
+def _reduced(g, e, rtol, atol) -> str:
+    """The expected result summed or averaged, over every entry or over one dimension."""
+    if g.numel() >= e.numel() or e.numel() <= 1:
+        return ""
+    rtol, atol = max(rtol, 1e-6) * 10, max(atol, 1e-9) * 10  # a sum adds rounding
+    if g.numel() == 1:
+        for name, value in (("sum", e.sum()), ("mean", e.mean())):
+            if _all_close(g.reshape(()), value, rtol, atol):
+                return (f"your result is one number, the {name} of all the {e.numel()} entries "
+                        f"expected: return them all, with no reduction.")
+    for d in range(e.dim()):
+        for name, value in (("summed", e.sum(d)), ("averaged", e.mean(d))):
+            for kept in (value, value.unsqueeze(d)):
+                if kept.shape == g.shape and _all_close(g, kept, rtol, atol):
+                    return (f"your result is the expected one {name} over dim {d} (shape "
+                            f"{tuple(g.shape)} where {tuple(e.shape)} is expected): that "
+                            f"dimension must stay.")
+    return ""
+
+
+def describe_number(got, expected: torch.Tensor, inputs: Inputs = ()) -> str:
+    """For a Python number where a tensor is expected: where such a number comes from."""
+    kind = "float" if isinstance(got, float) else "int"
+    empty = [name for name, v in inputs if isinstance(v, torch.Tensor) and v.numel() == 0]
+    if got == 0 and empty and expected.numel() > 0:
+        return (f"an input is empty ({empty[0]} has a dimension of size 0): Python's sum() of no "
+                f"terms is the int 0, and a loop over no rows adds nothing; build the result with "
+                f"torch so that it keeps its shape {tuple(expected.shape)} (torch.zeros, or a "
+                f"tensor's .sum(dim)).")
+    if expected.dim() == 0:
+        return (f"a Python {kind} is a number, not a tensor: .item() or {kind}() turns a 0-dim "
+                f"tensor into one; return the 0-dim tensor itself.")
+    return f"a Python {kind}, where a tensor of shape {tuple(expected.shape)} is expected."
 
 
 def _non_finite(g, e, inputs, rtol, atol) -> str:
@@ -142,6 +191,22 @@ def _an_input(g, e, inputs, rtol, atol, any_shape: bool = False) -> str:
             return f"your result equals -{name}, the input with its sign flipped."
         if v.dim() == 2 and _all_close(g, v.T, rtol, atol):
             return f"your result equals the input {name} transposed."
+    return ""
+
+
+def _inverted(g, e, inputs, rtol, atol) -> str:
+    """Entries kept where the expected result drops them and dropped where it keeps them: the
+    two add up to an input (or to 1 for a 0/1 mask), and never both hold a nonzero entry."""
+    if not bool((g != 0).any()) or not bool((e != 0).any()) or bool(((g != 0) & (e != 0)).any()):
+        return ""
+    total = g + e
+    for name, value in inputs:
+        if isinstance(value, torch.Tensor) and value.is_floating_point() \
+                and value.shape == e.shape and _all_close(total, value.detach().double(), rtol, atol):
+            return (f"your result keeps the entries of {name} that the expected one drops, and "
+                    f"drops those it keeps: the condition (the mask) is inverted.")
+    if bool(((e == 0) | (e == 1)).all()) and _all_close(total, torch.ones_like(e), rtol, atol):
+        return "your result is 1 where the expected one is 0 and 0 where it is 1: the condition is inverted."
     return ""
 
 

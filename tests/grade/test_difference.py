@@ -103,3 +103,51 @@ def test_a_wrong_list_is_described_by_kind(case):
     got, words = LISTS[case]
     said = describe_list(got, EXPECTED_LIST)
     assert all(w in said for w in words), said
+
+
+SHAPES = {  # name -> (got, expected, words the description holds)
+    "summed over the batch, dimension kept": (Y.sum(0, keepdim=True), Y, ["summed over dim 0"]),
+    "mean over every entry": (Y.mean(), Y, ["mean of all", "one number", "no reduction"]),
+    "sum over every entry": (B.sum(), B, ["sum of all", "one number"]),
+    "a size-1 dimension too many": (B[None], B, ["values are right", "dimension of size 1",
+                                                 "keepdim"]),
+    "a size-1 dimension missing": (Y[:1].squeeze(0), Y[:1], ["values are right",
+                                                             "dimension of size 1"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SHAPES))
+def test_a_result_reduced_or_with_a_size_one_dimension_is_described(case):
+    got, expected, words = SHAPES[case]
+    said = describe_shape(got, expected, INPUTS, rtol=1e-7, atol=1e-9)
+    assert all(w in said for w in words), said
+
+
+def test_a_wrong_shape_of_no_known_kind_is_not_described():
+    assert describe_shape(Y.max(0).values, Y, INPUTS) == ""
+    assert describe_shape(torch.zeros(4, dtype=torch.float64), Y, INPUTS) == ""
+
+
+def test_a_python_number_where_a_tensor_belongs_says_where_it_came_from():
+    note_inputs([("y_hat", Y[:, 0]), ("y", Y[:, 1])])
+    with pytest.raises(GradingFailure) as failed:
+        expect_tensor(float(Y.mean()), Y.mean(), "f(y_hat, y)")
+    assert "Python float" in str(failed.value) and ".item()" in str(failed.value)
+    assert "0-dim" in str(failed.value)
+    empty = torch.zeros(0, 3, dtype=torch.float64)
+    note_inputs([("x", empty), ("grad_out", torch.zeros(0, 2, dtype=torch.float64))])
+    with pytest.raises(GradingFailure) as failed:
+        expect_tensor(0, torch.zeros(2, 3, dtype=torch.float64), "g(x, grad_out)")
+    assert "empty" in str(failed.value) and "sum()" in str(failed.value)
+    note_inputs(INPUTS)
+    with pytest.raises(GradingFailure) as failed:
+        expect_tensor(3, Y, "f(x, W, b)")
+    assert "Python int" in str(failed.value) and "empty" not in str(failed.value)
+
+
+def test_an_inverted_condition_is_described():
+    said = describe(1 - STEP, STEP, [("z", Z)], rtol=1e-7, atol=1e-9)
+    assert "inverted" in said, said
+    grad = torch.randn(Z.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    said = describe(grad * (1 - STEP), grad * STEP, [("grad_out", grad), ("z", Z)], rtol=1e-7, atol=1e-9)
+    assert "inverted" in said and "grad_out" in said, said
