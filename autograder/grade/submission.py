@@ -294,13 +294,21 @@ def only(source: str, statements: list) -> str:
 def with_course_metadata(cells: list[Cell], source: "_Source") -> list[Cell]:
     """A cell that lost its nbgrader metadata (a copy of solutions/, an editor that strips it)
     but keeps the id of a course cell is that cell again (`regained`): graded as nbgrader grades
-    it once its sanitize step gives the metadata back (autograder.nbgrader.repair.RepairCellMetadata)."""
+    it once its sanitize step gives the metadata back (autograder.nbgrader.repair.RepairCellMetadata).
+    A cell with a course cell's grade_id has that cell's flags (a check cell the learner marked
+    ungraded still cuts the program where the notebook's check runs), and a cell with a grade_id
+    the course does not have is an ordinary cell, as that sanitize step makes them too."""
     again = regained([(c.cell_type, c.cell_id, c.grade_id) for c in cells], source)
+    flags = {known[1]: (known[2], known[3]) for known in source.ids.values()}
     out = []
     for i, c in enumerate(cells):
         if i in again:
             known = source.ids[again[i]]
             c = Cell(c.cell_type, c.source, known[1], known[2], known[3], c.cell_id)
+        elif c.grade_id in flags:  # what makes a course cell an answer or a check is the course's
+            c = Cell(c.cell_type, c.source, c.grade_id, *flags[c.grade_id], c.cell_id)
+        elif c.grade_id is not None:  # a grade_id the course does not have: an ordinary cell
+            c = Cell(c.cell_type, c.source, None, False, False, c.cell_id)
         out.append(c)
     return out
 

@@ -158,6 +158,22 @@ def _graded_cells_of_its_own():
     return nb
 
 
+def _check_cell_unflagged(flags: dict):
+    """The answer cell left unwritten, the right matmul in a cell added below its check cell,
+    whose metadata the learner changed (`flags`): the notebook's check ran before the definition
+    ("not written yet"), and grading reads the course's flags: 0 for matmul on both paths (the
+    standalone grader read the learner's flags and gave 11 of 11)."""
+    def make():
+        nb = _solution()
+        nb.cells[_index(nb, "matmul")].source = "def matmul(A, B):\n    raise NotImplementedError()"
+        check = _index(nb, "tests_matmul")
+        nb.cells[check].metadata["nbgrader"].update(flags)
+        nb.cells.insert(check + 1, new_code_cell(
+            "def matmul(A, B):\n    return (A[:, :, None] * B[None, :, :]).sum(dim=1)"))
+        return nb
+    return make
+
+
 STUDENTS = {  # autograded in this order: a copied answer cell must not stop the later learners
     "a_copied_answer": _copied_answer,
     "b_honest": _solution,
@@ -168,11 +184,15 @@ STUDENTS = {  # autograded in this order: a copied answer cell must not stop the
     "g_metadata_stripped": _metadata_stripped,
     "h_oversized": _oversized,
     "i_graded_cells_of_its_own": _graded_cells_of_its_own,
+    "j_check_cell_ungraded": _check_cell_unflagged({"grade": False}),
+    "k_check_cell_as_answer": _check_cell_unflagged({"solution": True}),
 }
 FULL = {"tests_matmul": 5.0, "tests_linear_forward": 6.0}
 EXPECTED = {**dict.fromkeys(STUDENTS, FULL), "f_answer_markdown": {**FULL, "tests_matmul": 0.0},
             "h_oversized": {"tests_matmul": 0.0, "tests_linear_forward": 0.0},
-            "i_graded_cells_of_its_own": {**FULL, "tests_matmul": 0.0}}
+            "i_graded_cells_of_its_own": {**FULL, "tests_matmul": 0.0},
+            "j_check_cell_ungraded": {**FULL, "tests_matmul": 0.0},
+            "k_check_cell_as_answer": {**FULL, "tests_matmul": 0.0}}
 
 
 @pytest.fixture(scope="module")

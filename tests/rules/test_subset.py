@@ -250,6 +250,24 @@ def test_a_class_method_not_done_by_hand_still_reaches_only_torch(forward, const
     assert any(f.startswith(construct + " (") for f in found), found
 
 
+@pytest.mark.parametrize("method, rebinding", [
+    ("backward", "        ctx = torch\n        ctx = ctx.sys\n"),
+    ("forward", "        ctx = torch\n        ctx = ctx.sys\n"),
+    ("backward", "        for ctx in [torch]:\n            m = ctx.sys\n"),
+    ("backward", "        with torch.no_grad() as ctx:\n            pass\n        m = ctx.sys\n"),
+    ("backward", "        (ctx := torch)\n        m = ctx.sys\n"),
+])
+def test_ctx_rebound_is_an_ordinary_name(method, rebinding):
+    """Any attribute of autograd's ctx may be read or set (ctx.saved_tensors, ctx.scale = s): once
+    the method rebinds the name, it is no ctx, and its attributes are checked as any value's (a
+    held-out attack made it torch, then torch.sys.modules['builtins'].exec)."""
+    other = "backward" if method == "forward" else "forward"
+    answer = (HEAD + f"    def {other}(ctx, g):\n        return ctx.saved_tensors\n\n"
+              f"    @staticmethod\n    def {method}(ctx, g):\n" + rebinding + "        return g\n")
+    found = refused(answer, "LinearFunction", "07_custom_autograd")
+    assert any(f.startswith(".sys (") for f in found), found
+
+
 @pytest.mark.parametrize("forward", [
     "        return F.linear(x, W, b)\n",
     "        y = x.mm(W.t())\n        return y if b is None else y + b.unsqueeze(0).expand_as(y)\n",
@@ -273,6 +291,19 @@ def test_a_statement_that_fills_a_reached_global_is_read_and_checked():
     honest = "def matmul(A, B):\n    return (A[:, :, None] * B[None] * T['scale']).sum(1)"
     added = "T = {}\nT['scale'] = 1.0\nU = []\nU.append(torch.mm)\ntorch.manual_seed(0)\n"
     assert refused(honest, added=added) == []
+
+
+@pytest.mark.parametrize("added", [
+    "T = {}\ndef fill():\n    T['f'] = torch.mm\nfill()\n",               # a function called for it
+    "T = {}\n[T.setdefault(k, torch.mm) for k in ('f',)]\n",            # a comprehension's calls
+    "T = {}\nALIAS = T\nALIAS['f'] = torch.mm\n",                       # through an alias
+])
+def test_a_global_filled_another_way_is_read_and_checked(added):
+    """The kernel ran these and the answer reads what they put in T: they run in grading (a
+    held-out probe found the visible checks passing where grading raised KeyError), so they are
+    checked: here, the library's product is refused where it is written."""
+    found = refused("def matmul(A, B):\n    return T['f'](A, B)", added=added)
+    assert any(f.startswith("torch.mm (a cell you added") for f in found), found
 
 
 def test_the_kernel_reads_the_last_run_of_each_cell():

@@ -13,6 +13,13 @@ from .rules import (Finding, MAX_QUOTE, Rules, _module_attribute, _torch_now, op
 from .program import SETUP, _Definition, _Program, _bound, _depth, _imported_module, _locals
 
 
+def _rebinds(function, name: str) -> bool:
+    """Whether `function`'s body binds its parameter `name` again (an assignment, a loop, `with
+    ... as`, `:=`, `del`, an import, a nested function's `nonlocal`)."""
+    return any(name in _bound(s) for s in function.body) or any(
+        isinstance(n, ast.Nonlocal) and name in n.names for n in ast.walk(function))
+
+
 class _Checker:
     def __init__(self, program: _Program, rules: Rules, labels: list[str]):
         self.program = program
@@ -170,14 +177,19 @@ class _Checker:
                         self.visit(a.annotation)
                 if node.returns is not None:
                     self.visit(node.returns)
-            if self.scopes and self.scopes[-1][0] == "class":
-                params = [*args.posonlyargs, *args.args]
-                if params:
-                    self.ctx_names.add(params[0].arg)
+        saved = self.ctx_names
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and self.scopes \
+                and self.scopes[-1][0] == "class":
+            params = [*args.posonlyargs, *args.args]
+            if params:  # a method's first parameter is autograd's ctx, in this method, only while
+                # nothing rebinds it (`ctx = torch` would make any attribute a ctx attribute)
+                first = params[0].arg
+                self.ctx_names = (saved - {first}) | (set() if _rebinds(node, first) else {first})
         self.scopes.append(("function", _locals(node)))
         for statement in (node.body if isinstance(node.body, list) else [node.body]):
             self.visit(statement)
         self.scopes.pop()
+        self.ctx_names = saved
 
     def visit_FunctionDef(self, node) -> None:
         self._function(node)

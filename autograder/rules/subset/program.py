@@ -55,29 +55,53 @@ def _root(node) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _changes(node) -> tuple[set, set]:
+    """(names an item or attribute of which `node` assigns or deletes (`SLOPE["pos"] = 1.0`),
+    names a method of which it calls in a statement whose value is dropped (`START.append(x)`,
+    `[Z.append(v) for v in vs]`), names of functions it calls so (`fill()`)), outside the
+    functions and classes it defines."""
+    changed, called, methods = set(), set(), set()
+    dropped = isinstance(node, ast.Expr)
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            changed.add(_root(n))
+        elif dropped and isinstance(n, ast.Call):
+            if isinstance(n.func, ast.Attribute):
+                methods.add(_root(n.func))
+            elif isinstance(n.func, ast.Name):
+                called.add(n.func.id)
+        stack.extend(ast.iter_child_nodes(n))
+    return changed - {None}, methods - {None}, called
+
+
 @functools.lru_cache(maxsize=64)
 def _cell_changes(source: str) -> tuple:
     """(index of a top-level statement, the global names whose value it changes without binding
-    them): an item or an attribute assigned or deleted (`SLOPE["pos"] = 1.0`), or a method called
-    for its effect (`START.append("grad_fn")`), outside the functions and classes it defines."""
+    them, the names of the functions it calls for their effect), for one cell's source."""
     tree = _parse(source)
     out = []
     for k, node in enumerate(tree.body if tree else ()):
-        changed, stack = set(), [node]
-        while stack:
-            n = stack.pop()
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                continue
-            if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, (ast.Store, ast.Del)):
-                changed.add(_root(n))
-            elif isinstance(n, ast.Expr) and isinstance(n.value, ast.Call) \
-                    and isinstance(n.value.func, ast.Attribute):
-                changed.add(_root(n.value.func))
-            stack.extend(ast.iter_child_nodes(n))
-        changed -= {None} | _bound(node)
-        if changed:
-            out.append((k, frozenset(changed)))
+        changed, methods, called = _changes(node)
+        if changed or methods or called:
+            out.append((k, frozenset(changed - _bound(node)), frozenset(methods - _bound(node)),
+                        frozenset(called)))
     return tuple(out)
+
+
+def _changed_by(function: ast.FunctionDef) -> set[str]:
+    """The globals a function's body changes without binding them (`SLOPE["pos"] = 1.0` in
+    `def fill():`), or binds through `global`."""
+    mine = _locals(function)
+    changed = set()
+    for statement in function.body:
+        stored, methods, _ = _changes(statement)
+        changed |= stored | methods
+        changed |= {n for x in ast.walk(statement) if isinstance(x, ast.Global) for n in x.names}
+    return changed - mine
 
 
 class _Program:
@@ -119,12 +143,32 @@ class _Program:
             # A statement that changes what a learner's global holds (`SLOPE["pos"] = 1.0`,
             # `L.append(x)`) runs with that global's bindings, as it ran in the kernel (not for a
             # module: `torch.manual_seed(0)` is a demo line; patching one is refused where read).
-            for k, names in _cell_changes(cell["source"]):
+            for k, stored, methods, called in _cell_changes(cell["source"]):
+                names = set(stored)
+                # a method called on a value the learner assigned (a list, a dict; not a module,
+                # a function or a class: `LinearFunction.apply(x, W)` is a demo line)
+                names |= {n for n in methods if self._value(n)}
+                for name in called:  # a function of the learner's, called for what it changes
+                    for d in self.binds.get(name, []):
+                        if cells[d.cell].get("label") != SETUP and isinstance(d.node, ast.FunctionDef):
+                            names |= {n for n in _changed_by(d.node) if self._value(n)}
+                for name in set(names):  # `ALIAS = ONE; ALIAS["v"] = 1.0` changes ONE
+                    names |= {d.node.value.id for d in self.binds.get(name, [])
+                              if isinstance(d.node, ast.Assign) and isinstance(d.node.value, ast.Name)}
                 for name in names:
                     found = self.binds.get(name, [])
                     if any(cells[d.cell].get("label") != SETUP
                            and not isinstance(d.node, (ast.Import, ast.ImportFrom)) for d in found):
                         found.append(_Definition(i, tree.body[k]))
+
+    def _value(self, name: str) -> bool:
+        """Whether the learner binds `name` to a value by assignment, and never by a def, a class
+        or an import."""
+        learner = [d.node for d in self.binds.get(name, [])
+                   if self.cells[d.cell].get("label") != SETUP]
+        return any(isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)) for n in learner) \
+            and not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                       ast.Import, ast.ImportFrom)) for n in learner)
 
 
 def _depth(node: ast.AST) -> int:
