@@ -244,11 +244,14 @@ def _output_metadata(metadata) -> dict:
     return kept
 
 
-_TEX_REACH = re.compile(r"\\(style|class|cssId|href|require|unicode|bbox)(?![A-Za-z])")
+_TEX_REACH = re.compile(r"(?:\\|&#0*92;?|&#[xX]0*5[cC];?|&bsol;)"
+                        r"(style|class|cssId|href|require|unicode|bbox)(?![A-Za-z])")
 """TeX commands with which math asks the page's MathJax for a CSS style (`cursor:url(...)` is a
 request on hover; a large font or a margin lays the math over the page), a class or an id of the
 page's own, a link, an extension or a font. MathJax typesets every `$...$` of the page's text
-that is not code, sanitized HTML included, so the commands are found in the text itself."""
+that is not code, sanitized HTML included, so the commands are found in the text itself, with
+the backslash written as itself or as an HTML character reference (`&#92;`, `&bsol;`), which the
+browser decodes before MathJax reads the text."""
 
 
 def tame_tex(text: str) -> str:

@@ -6,6 +6,7 @@ feedback; what is removed is shown as text."""
 
 from __future__ import annotations
 
+import html
 import re
 from html.parser import HTMLParser
 
@@ -281,11 +282,14 @@ def test_no_payload_makes_a_request_from_a_markdown_or_html_output(payload):
 TEX_REACH = [r"$\style{cursor:url(http://beacon.invalid/s),auto;font-size:500px}{X}$",
              r"$$\href{javascript:alert(1)}{x}$$", r"$\class{jp-Dialog}{x} + \cssId{main}{y}$",
              r"$\require{action}\toggle{a}{b}\endtoggle$", r"$\bbox[background:url(/logout)]{x}$",
-             r"$\def\s{\st yle}\unicode[Evil]{x41}$"]
+             r"$\def\s{\st yle}\unicode[Evil]{x41}$",
+             r"<div>$&#92;style{cursor:url(http://beacon.invalid/md)}{X} + &#x5C;class{a}{y}$</div>",
+             r"<b>note</b> $&bsol;href{http://beacon.invalid/h}{x}$ and $&#0092style{color:red}{x}$"]
 """Math whose TeX asks the page's MathJax for a style (a URL fetched on hover, text laid over the
 page), a class or an id of the page's own, a link, an extension or a font: what a learner's math
 never needs."""
-TEX_COMMAND = re.compile(r"\\(style|class|cssId|href|require|unicode|bbox)(?![A-Za-z])")
+TEX_COMMAND = re.compile(r"(\\|&#0*92;?|&#x0*5c;?|&bsol;)(style|class|cssId|href|require|unicode|bbox)"
+                         r"(?![A-Za-z])", re.I)
 
 
 @pytest.mark.parametrize("math", TEX_REACH)
@@ -301,7 +305,10 @@ def test_a_learners_math_asks_mathjax_for_no_style_link_or_extension(math):
     data = nb.cells[1].outputs[0]["data"]
     for text in (nb.cells[0].source, *data.values()):
         assert not TEX_COMMAND.search(text), text
-    assert math in nb.cells[0].source.replace("\\ ", "\\")  # as written, or in sanitized HTML
+    for text in (nb.cells[0].source, *data.values()):  # as the browser decodes it
+        assert not TEX_COMMAND.search(html.unescape(text)), text
+    if "&" not in math:
+        assert math in nb.cells[0].source.replace("\\ ", "\\")  # as written, or in sanitized HTML
 
 
 def test_math_that_asks_for_nothing_stays_as_written():
