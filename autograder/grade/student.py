@@ -274,7 +274,8 @@ class Student:
                 fail(f"{call} ran out of memory: it tried to allocate far more than the inputs need.")
             where = f"\n{exc.where.rstrip()}" if exc.where else ""
             hint = hint or self._raised_cause(exc) or raised_hint(reply) \
-                or self._raised_only_after_earlier_calls(name, reply, args, kwargs)
+                or self._raised_only_after_earlier_calls(name, reply, args, kwargs) \
+                or self._not_run_hint(exc)
             fail(f"{call} raised {exc.type}: {exc.message}{where}{chr(10) + about if about else ''}"
                  f"{chr(10) + 'Hint: ' + hint if hint else ''}")
         a = self.assignment
@@ -294,6 +295,19 @@ class Student:
                      "input holds (even when no entry needs to change): build the result, e.g. "
                      "with torch.where(...) or z.clone() followed by changes to the clone.")
         return reply.value
+
+    def _not_run_hint(self, exc) -> str:
+        """For an error a missing entry or name gives: the statements of the learner's added
+        cells that grading did not run (`Submission.not_run`), as in the kernel they did."""
+        lines = self.submission.not_run
+        if not lines or not any(exc.is_a(kind) for kind in (
+                "KeyError", "IndexError", "NameError", "AttributeError", "UnboundLocalError")):
+            return ""
+        shown = "; ".join(f"`{line}`" for line in lines[:3])
+        return (f"grading runs, of the cells you added, the statements that bind a name your "
+                f"functions use and the ones that fill it by an assignment or a dropped call; "
+                f"these ran in your notebook but not in grading: {shown}. Fill the value where "
+                f"you bind it (K = {{...}}).")
 
     @staticmethod
     def _raised_cause(exc) -> str:

@@ -76,6 +76,10 @@ class Submission:
     refused: tuple[tuple[str, tuple], ...] = ()
     """(function, refusals): what a by-hand function's code uses outside its subset of Python
     (autograder/rules/subset/), decided here from the code; its tests then fail without running."""
+    not_run: tuple[str, ...] = ()
+    """Statements of the cells the learner added that grading does not run although they use a
+    global it does run (`_ = K.setdefault("k", 1.0)` beside `K = {}`): named when a function
+    fails with an error a missing entry or name gives."""
     programs: tuple[tuple[str, tuple[dict, ...]], ...] = ()
     """(function, cells): for a by-hand function whose code is inside its subset, the only code
     its grading process runs: the setup cells and, of the learner's cells, exactly the
@@ -241,6 +245,7 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
         if cell["label"] == SETUP and "class _Checker" in text:
             text = ""  # the notebook's copy of rules/subset/: its visible checks', not the answers'
         run.append({"source": text})
+    not_run = _not_run(program, keep, SETUP)
     # A by-hand function's process runs what its check read, and nothing else of the learner's.
     programs = {}
     for function, statements in reaches.items():
@@ -261,7 +266,28 @@ def load_submission(path: str | Path, student: str | None = None) -> Submission:
     written = tuple((grade_id, points, texts.get(grade_id, "")) for grade_id, points in source.manual)
     return Submission(path, assignment, tuple(run), written=written, student=student,
                       cutoffs=tuple(cutoffs.items()), refused=tuple(refused.items()),
-                      programs=tuple(programs.items()))
+                      programs=tuple(programs.items()), not_run=not_run)
+
+
+def _not_run(program: list[dict], keep: dict, setup: str) -> tuple[str, ...]:
+    """`Submission.not_run`: of the cells the learner added, the statements grading leaves out
+    (not a def, a class or an import) that name a global a statement it keeps binds there."""
+    from autograder.rules.subset.program import _bound
+    out = []
+    for i, cell in enumerate(program):
+        if cell["label"] == setup or cell["answer"] is not None:
+            continue
+        tree, kept = _parse(cell["source"]), keep.get(i, set())
+        body = tree.body if tree else []
+        bound = set().union(*(_bound(n) for n in body if n.lineno in kept)) if body else set()
+        lines = lines_of(cell["source"])
+        for node in body:
+            if node.lineno in kept or isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Import,
+                                                        ast.ImportFrom, ast.AsyncFunctionDef)):
+                continue
+            if bound & {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}:
+                out.append(lines[node.lineno - 1].strip()[:120])
+    return tuple(out)
 
 
 def only(source: str, statements: list) -> str:
