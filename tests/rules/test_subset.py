@@ -297,6 +297,8 @@ def test_a_statement_that_fills_a_reached_global_is_read_and_checked():
     "T = {}\ndef fill():\n    T['f'] = torch.mm\nfill()\n",               # a function called for it
     "T = {}\n[T.setdefault(k, torch.mm) for k in ('f',)]\n",            # a comprehension's calls
     "T = {}\nALIAS = T\nALIAS['f'] = torch.mm\n",                       # through an alias
+    "T = {}\ndef fill(table):\n    table['f'] = torch.mm\nfill(T)\n",     # passed to a function
+    "T = {}\nfor k in ('f',):\n    T.setdefault(k, torch.mm)\n",          # in a loop's body
 ])
 def test_a_global_filled_another_way_is_read_and_checked(added):
     """The kernel ran these and the answer reads what they put in T: they run in grading (a

@@ -55,25 +55,27 @@ def _root(node) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _changes(node) -> tuple[set, set]:
+def _changes(node) -> tuple[set, set, set]:
     """(names an item or attribute of which `node` assigns or deletes (`SLOPE["pos"] = 1.0`),
-    names a method of which it calls in a statement whose value is dropped (`START.append(x)`,
-    `[Z.append(v) for v in vs]`), names of functions it calls so (`fill()`)), outside the
-    functions and classes it defines."""
-    changed, called, methods = set(), set(), set()
-    dropped = isinstance(node, ast.Expr)
+    names a call whose value is dropped may change: the object of its method (`START.append(x)`,
+    `[Z.append(v) for v in vs]`, in a loop's body too) or a name passed to it (`fill(TABLE)`),
+    names of functions called so (`fill()`)), outside the functions and classes it defines."""
+    changed, called, methods, dropped = set(), set(), set(), set()
     stack = [node]
     while stack:
         n = stack.pop()
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
+        if isinstance(n, ast.Expr):  # a statement whose value nobody keeps: run for its effect
+            dropped |= {id(c) for c in ast.walk(n.value) if isinstance(c, ast.Call)}
         if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.ctx, (ast.Store, ast.Del)):
             changed.add(_root(n))
-        elif dropped and isinstance(n, ast.Call):
+        elif isinstance(n, ast.Call) and id(n) in dropped:
             if isinstance(n.func, ast.Attribute):
                 methods.add(_root(n.func))
             elif isinstance(n.func, ast.Name):
                 called.add(n.func.id)
+            methods |= {a.id for a in n.args if isinstance(a, ast.Name)}
         stack.extend(ast.iter_child_nodes(n))
     return changed - {None}, methods - {None}, called
 
