@@ -282,6 +282,19 @@ class Notebook:
         m = re.search(r"\[(\d+)\]", text)
         return int(m.group(1)) if m else None
 
+    def wait_kernel(self, timeout: int = CELL_TIMEOUT) -> None:
+        """The notebook's kernel is started, connected and idle. Not the toolbar's execution
+        indicator: it reads 'idle' before any kernel exists, and a Run All issued then runs no
+        cell (JupyterLab clears their execution instead; CI saw it once in twenty-odd runs)."""
+        self.page.wait_for_function(
+            """() => {
+                const widget = window.jupyterapp.shell.currentWidget;
+                const context = widget && widget.sessionContext;
+                const kernel = context && context.session && context.session.kernel;
+                return Boolean(context && context.isReady && !context.hasNoKernel && kernel
+                               && kernel.connectionStatus === 'connected' && kernel.status === 'idle');
+            }""", timeout=timeout)
+
     def wait_idle(self, timeout: int = CELL_TIMEOUT) -> None:
         """The kernel is idle and no cell waits to run."""
         self.page.wait_for_function(
@@ -335,7 +348,21 @@ class Notebook:
         before = self.prompt(stops_at)
         self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Run$")).click()
         self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$")).click()
-        self.wait_ran(stops_at, before, timeout=60_000)
+        try:
+            self.wait_ran(stops_at, before, timeout=60_000)
+        except Exception as e:
+            raise AssertionError(f"Run All did not reach {stops_at}: {e}\n{self.state()}") from e
+
+    def state(self) -> str:
+        """Each cell's prompt and its output's first line, and any dialog's text: what a failed
+        wait says about where the run stopped."""
+        prompts = self.cells.locator(".jp-InputPrompt").all_inner_texts()
+        lines = [f"cell {i}: {p.strip()!r} {self.cells.nth(i).locator('.jp-OutputArea').inner_text()[:80]!r}"
+                 for i, p in enumerate(prompts)]
+        dialog = self.page.locator(".jp-Dialog")
+        if dialog.count():
+            lines.append(f"dialog: {dialog.first.inner_text()[:300]!r}")
+        return "\n".join(lines)
 
     def validate(self) -> tuple[str, str, list[tuple[str, str]]]:
         """Click nbgrader's Validate; return (result class, dialog text, [(code shown, error
@@ -374,7 +401,7 @@ def _learner_flow(lab, page) -> None:
     nb = Notebook(page, indices)
     nb.cell("linear_forward").locator(".cm-content").wait_for(state="visible", timeout=60_000)
     assert "def linear_forward" in nb.cell("linear_forward").inner_text()
-    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for(timeout=60_000)
+    nb.wait_kernel(timeout=60_000)
     page.locator(".validate-button").wait_for(state="visible")
 
     # The learner's JupyterLab has no instructor tools; the learner's tools are there.
