@@ -26,7 +26,9 @@ def refused(answer: str, function: str = "matmul", assignment: str = "01_linear_
         cells.append({"source": added, "label": "a cell you added", "answer": None})
     cells.append({"source": answer, "label": f"cell {function}", "answer": function})
     rules = subset_rules(ASSIGNMENTS[assignment], function)
-    return [f"{r.construct} ({r.cell}, line {r.line})" for r in refusals(cells, function, rules)]
+    found = refusals(cells, function, rules)
+    refused.last = [r.what for r in found]
+    return [f"{r.construct} ({r.cell}, line {r.line})" for r in found]
 
 
 @pytest.mark.parametrize("answer, construct", [
@@ -73,6 +75,42 @@ def test_a_helper_in_an_added_cell_is_read_transitively():
 def test_reaching_by_name_or_type_is_refused(answer, construct):
     found = refused(answer)
     assert any(f.startswith(construct + " ") for f in found), found
+
+
+PATCH = "def matmul(A, B):\n    {}\n    return A"
+
+
+@pytest.mark.parametrize("statements, added", [
+    ("torch.Tensor.data = 1", ""),
+    ("nn.Parameter.requires_grad = True", ""),
+    ("T = torch.Tensor\n    T.grad = None", ""),
+    ("T.grad = None", "T = torch.Tensor\n"),
+    ("T.grad = None", "T = U = torch.Tensor\n"),
+    ("for T in [torch.Tensor]:\n        T.grad = None", ""),
+    ("(T := torch.Tensor).grad = None", ""),
+    ("[torch.Tensor][0].grad = None", ""),
+    ("getattr(torch, 'Tensor').data = None", ""),
+    ("T, n = torch.Tensor, 1\n    T.requires_grad = False", ""),
+    ("T.grad = None", "T = torch.nn.Parameter\nU = T\nT = U\n"),
+])
+def test_a_store_into_what_a_module_holds_is_refused(statements, added):
+    """`.data`, `.grad` and `.requires_grad` may be assigned on a value, not on torch's classes:
+    `torch.Tensor.grad = None` would change every tensor of the process (patching), reached by
+    attribute, item, a name bound to one, a loop, a walrus or getattr with a literal name."""
+    found = refused(PATCH.format(statements), added=added)
+    assert any("patching" in f for f in refused.last) and found, found
+
+
+@pytest.mark.parametrize("statements, added", [
+    ("C = A.clone()\n    C.requires_grad = True\n    C.grad = None", ""),
+    ("for p in [A, B]:\n        p.grad = None", ""),
+    ("P = [A][0]\n    P.data = A.clone()", ""),
+    ("D[0].data = A", "D = [torch.zeros(2, 2)]\n"),
+    ("(w := A.clone()).requires_grad = True", ""),
+    ("T = torch.Tensor\n    assert isinstance(A, T)\n    A.grad = None", ""),
+])
+def test_a_store_into_a_value_is_allowed(statements, added):
+    assert refused(PATCH.format(statements), added=added) == []
 
 
 ALIAS = "import math as T\n"

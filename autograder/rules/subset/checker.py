@@ -10,7 +10,8 @@ from .tables import (
     STORED, TENSOR_META)
 from .rules import (Finding, MAX_QUOTE, Rules, _module_attribute, _torch_now, op_allowed,
                     tensor_name)
-from .program import SETUP, _Definition, _Program, _bound, _depth, _imported_module, _locals
+from .program import (SETUP, _Definition, _Program, _bound, _depth, _imported_module, _locals,
+                      _values_bound)
 
 
 def _rebinds(function, name: str) -> bool:
@@ -59,6 +60,7 @@ class _Checker:
             d = self.queue.pop(0)
             self.cell = d.cell
             self.scopes: list[tuple[str, set[str]]] = []
+            self.functions: list[ast.AST] = []   # the functions the walk is in, innermost last
             self.ctx_names: set[str] = set()
             depth = _depth(d.node)
             if depth > MAX_DEPTH:
@@ -186,8 +188,10 @@ class _Checker:
                 first = params[0].arg
                 self.ctx_names = (saved - {first}) | (set() if _rebinds(node, first) else {first})
         self.scopes.append(("function", _locals(node)))
+        self.functions.append(node)
         for statement in (node.body if isinstance(node.body, list) else [node.body]):
             self.visit(statement)
+        self.functions.pop()
         self.scopes.pop()
         self.ctx_names = saved
 
@@ -418,6 +422,10 @@ class _Checker:
             if attr not in STORED and not ctx and not self.is_class(node.value):
                 self.refuse(node, f"assigns .{attr} (an answer assigns only a tensor's .data, "
                                   f".grad or .requires_grad)")
+            elif self._held_by_module(node.value):
+                self.refuse(node, f"assigns .{attr} of something torch holds, such as torch.Tensor "
+                                  f"itself (patching torch for every tensor; assign a tensor's "
+                                  f".{attr})")
         elif ctx or attr in TENSOR_META or attr in PYTHON_METHODS or op_allowed(attr, self.rules) \
                 or (self.rules.classes and self.is_class(node.value)) \
                 or (self.lenient and attr not in self.rules.banned and self.torch_name(node)):
@@ -425,6 +433,25 @@ class _Checker:
         else:
             self.refuse(node, f".{attr} (not one a by-hand answer needs: it runs what the "
                               f"exercise does not allow, or is not a tensor's)")
+
+    def _held_by_module(self, node, seen: frozenset = frozenset()) -> bool:
+        """Whether an expression may be an object a module holds (`torch.Tensor`, `nn.Parameter`),
+        reached by attributes or items, a container, `getattr` with a literal name, or a name any
+        statement of its function or of the cells binds to one: a store into it changes torch."""
+        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred, ast.NamedExpr)):
+            node = node.value
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.BoolOp, ast.IfExp)):
+            parts = [p for p in ast.iter_child_nodes(node) if isinstance(p, ast.expr)]
+            return any(self._held_by_module(p, seen) for p in parts)
+        if isinstance(node, ast.Call) and self._is_builtin(node.func, "getattr") and node.args:
+            return self._held_by_module(node.args[0], seen)
+        if not isinstance(node, ast.Name) or node.id in seen:
+            return False
+        if self.module_of(node) is not None:
+            return True
+        trees = [*self.functions, *(d.node for d in self.program.binds.get(node.id, []))]
+        return any(self._held_by_module(value, seen | {node.id})
+                   for tree in trees for value in _values_bound(tree, node.id))
 
     def torch_name(self, node: ast.Attribute) -> bool:
         """Whether an attribute of a value, in a method any public torch function may use, is a

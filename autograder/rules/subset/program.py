@@ -244,6 +244,24 @@ def _captured(node) -> set[str]:
     return set()
 
 
+def _values_bound(tree: ast.AST, name: str) -> list[ast.expr]:
+    """The expressions `tree` binds `name` to: an assignment's value (the whole value when the
+    name is one of several targets), a walrus's, a loop's iterable, a `with`'s context."""
+    def names(target) -> bool:
+        return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign) and any(names(t) for t in n.targets) \
+                or isinstance(n, (ast.AnnAssign, ast.NamedExpr)) and n.value is not None \
+                and names(n.target):
+            out.append(n.value)
+        elif isinstance(n, (ast.For, ast.comprehension)) and names(n.target):
+            out.append(n.iter)
+        elif isinstance(n, ast.withitem) and n.optional_vars is not None and names(n.optional_vars):
+            out.append(n.context_expr)
+    return out
+
+
 def _imported_module(node: ast.stmt, name: str) -> str | None:
     """The module `name` is bound to by the import statement `node` (None: not a module)."""
     found = None  # `import math as T, torch as T`: Python keeps the last
