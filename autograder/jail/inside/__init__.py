@@ -6,8 +6,8 @@ the course files or the grader. The one channel to the grader is a socket
 carrying `wire` messages (plain JSON, never pickle):
 
 * `server` is the jailed fork server: it imports torch once, then forks one
-  `child` per (submission, graded function) on the grader's request and kills
-  everything the learner started when the grader says so;
+  `child` per (submission, graded function) on the grader's request; `reset` kills
+  everything the learner started, and removes what it left, when the grader says so;
 * `child` runs the learner's cells and answers calls of their functions, with `watch` (the
   recorder of what a call runs, and the watchers that keep it on), `keep` (what puts torch's
   names, the builtins and the hooks back before each call) and `plain` (the checks that the

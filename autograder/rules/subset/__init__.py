@@ -27,6 +27,7 @@ The parts, in the order they are read:
     tables.py    what may be named (modules, builtins, attributes, torch's aliases): data
     rules.py     `Rules`, `Finding`, whether a torch name is allowed under a `Rules`
     program.py   the cells' statements parsed once, and the names each binds
+    names.py     what an expression names (a module, a local, a class torch holds, ...)
     checker.py   the walk that refuses constructs and keeps the statements it read
     reach.py     what the grader and the notebooks' checks call
 
@@ -44,7 +45,7 @@ from .reach import (KERNEL_SETUP, kernel_cells, reach, reached, refusal_message,
 from .rules import Finding, Rules, lines_of
 from .tables import MODULES
 
-PARTS = ("tables", "rules", "program", "checker", "reach")
+PARTS = ("tables", "rules", "program", "names", "checker", "reach")
 """The part files in the order one namespace must run them (each uses only names of earlier parts
 at import, of any part when called)."""
 

@@ -2,16 +2,13 @@
 with a `Finding`, and every statement read is kept (what grading may run)."""
 
 import ast
-import inspect
-import sys
 
 from .tables import (
     BUILTINS, CLASS_BUILTINS, EXCEPTIONS, GRAPH, MAX_DEPTH, MODULES, PYTHON_METHODS, REFLECTION,
     STORED, TENSOR_META)
-from .rules import (Finding, MAX_QUOTE, Rules, _module_attribute, _torch_now, op_allowed,
-                    tensor_name)
-from .program import (SETUP, _Definition, _Program, _bound, _depth, _imported_module, _locals,
-                      _values_bound)
+from .rules import Finding, MAX_QUOTE, Rules, _module_attribute, op_allowed
+from .program import SETUP, _Definition, _Program, _bound, _depth, _imported_module, _locals
+from .names import _Names
 
 
 def _rebinds(function, name: str) -> bool:
@@ -21,7 +18,7 @@ def _rebinds(function, name: str) -> bool:
         isinstance(n, ast.Nonlocal) and name in n.names for n in ast.walk(function))
 
 
-class _Checker:
+class _Checker(_Names):
     def __init__(self, program: _Program, rules: Rules, labels: list[str]):
         self.program = program
         self.rules = rules
@@ -108,50 +105,6 @@ class _Checker:
             elif module not in MODULES:
                 self.refuse(node, f"{name} (the module {module}, which a by-hand answer does "
                                   f"not need)")
-
-    def module_of(self, node) -> str | None:
-        """The module an expression names (`torch`, `torch.nn.functional`, `F`), if any."""
-        if isinstance(node, ast.Name):
-            if self.is_local(node.id):
-                return None
-            # a module only if every statement that binds the name imports that module (a name
-            # also bound by `T = torch`, a loop, a pattern or a decorator is a value)
-            modules = {self._module_bound(d, node.id) for d in self.program.binds.get(node.id, [])}
-            return modules.pop() if len(modules) == 1 and None not in modules else None
-        if isinstance(node, ast.Attribute):
-            parent = self.module_of(node.value)
-            if parent and f"{parent}.{node.attr}" in MODULES:
-                return f"{parent}.{node.attr}"
-        return None
-
-    def _module_bound(self, definition: _Definition, name: str) -> str | None:
-        """The module a statement binds `name` to: an import, or `ag = torch.autograd`."""
-        node = definition.node
-        module = _imported_module(node, name)
-        if module is None and isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name \
-                and isinstance(node.value, (ast.Name, ast.Attribute)) and name not in self._aliasing:
-            self._aliasing.add(name)
-            try:
-                saved, self.scopes = self.scopes, []
-                module = self.module_of(node.value)
-            finally:
-                self.scopes = saved
-                self._aliasing.discard(name)
-        return module
-
-    def is_class(self, node) -> bool:
-        """Whether `node` names a class the learner defined (`LinearFunction.apply`)."""
-        return isinstance(node, ast.Name) and not self.is_local(node.id) and any(
-            isinstance(d.node, ast.ClassDef) for d in self.program.binds.get(node.id, []))
-
-    def is_local(self, name: str) -> bool:
-        for i, (kind, names) in enumerate(reversed(self.scopes)):
-            if kind == "class" and i > 0:
-                continue  # a class body's names are not visible in its methods
-            if name in names:
-                return True
-        return False
 
     # -- the walk -----------------------------------------------------------------------------
     def visit(self, node) -> None:
@@ -251,20 +204,6 @@ class _Checker:
 
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
 
-    def _is_builtin(self, node, name: str) -> bool:
-        """Whether `node` is Python's own `name` (not a local or a global the learner bound)."""
-        return isinstance(node, ast.Name) and node.id == name and not self.is_local(name) \
-            and not self.program.binds.get(name)
-
-    def _type_of(self, node) -> ast.expr | None:
-        """x, for `type(x)` or `x.__class__`: a value's class, only compared or named below."""
-        if isinstance(node, ast.Call) and self._is_builtin(node.func, "type") \
-                and len(node.args) == 1 and not node.keywords:
-            return node.args[0]
-        if isinstance(node, ast.Attribute) and node.attr == "__class__":
-            return node.value
-        return None
-
     def visit_Call(self, node) -> None:
         # hasattr(x, "grad"), getattr(x, "grad", None): with a literal name, the attribute read
         # `x.grad` is, checked as that read; with a computed name, reflection (refused below)
@@ -354,17 +293,6 @@ class _Checker:
             # a class body's name is read from the globals until its binding there has run
             self.resolve_global(node)
 
-    def is_function_local(self, name: str) -> bool:
-        """Whether `name` is a local of the function, lambda or comprehension around this point."""
-        for kind, names in reversed(self.scopes):
-            if kind != "class" and name in names:
-                return True
-        return False
-
-    def _spelled(self, module: str, name: str) -> str:
-        short = {"torch.nn.functional": "F", "torch.nn": "nn"}.get(module, module)
-        return f"{short}.{name}"
-
     def visit_Attribute(self, node) -> None:
         attr = node.attr
         if attr in ("__name__", "__qualname__") and isinstance(node.ctx, ast.Load):
@@ -433,46 +361,6 @@ class _Checker:
         else:
             self.refuse(node, f".{attr} (not one a by-hand answer needs: it runs what the "
                               f"exercise does not allow, or is not a tensor's)")
-
-    def _held_by_module(self, node, seen: frozenset = frozenset()) -> bool:
-        """Whether an expression may be an object a module holds (`torch.Tensor`, `nn.Parameter`),
-        reached by attributes or items, a container, `getattr` with a literal name, or a name any
-        statement of its function or of the cells binds to one: a store into it changes torch."""
-        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred, ast.NamedExpr)):
-            node = node.value
-        if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.BoolOp, ast.IfExp)):
-            parts = [p for p in ast.iter_child_nodes(node) if isinstance(p, ast.expr)]
-            return any(self._held_by_module(p, seen) for p in parts)
-        if isinstance(node, ast.Call) and self._is_builtin(node.func, "getattr") and node.args:
-            return self._held_by_module(node.args[0], seen)
-        if not isinstance(node, ast.Name) or node.id in seen:
-            return False
-        if self.module_of(node) is not None:
-            return True
-        trees = [*self.functions, *(d.node for d in self.program.binds.get(node.id, []))]
-        return any(self._held_by_module(value, seen | {node.id})
-                   for tree in trees for value in _values_bound(tree, node.id))
-
-    def torch_name(self, node: ast.Attribute) -> bool:
-        """Whether an attribute of a value, in a method any public torch function may use, is a
-        public name of torch: of a part of torch the code names (`torch.special.expit`), else of
-        torch's tensors or of torch itself (`y.addmm_`), not `.sys` or `.getattr`."""
-        module = self.torch_module_of(node.value)
-        if module is not None:
-            return _module_attribute(module, node.attr, self.rules, lenient=True) is None
-        return tensor_name(node.attr)
-
-    def torch_module_of(self, node) -> str | None:
-        """The module of torch an attribute chain names (`torch.nn.modules`), read from torch
-        without running anything; None for a value that is not one."""
-        module = self.module_of(node)
-        if module is not None or not isinstance(node, ast.Attribute):
-            return module
-        parent = self.torch_module_of(node.value)
-        found = sys.modules.get(parent) if parent and _torch_now() else None
-        value = inspect.getattr_static(found, node.attr, None) if found is not None else None
-        name = getattr(value, "__name__", "") if inspect.ismodule(value) else ""
-        return name if name == "torch" or name.startswith("torch.") else None
 
     def visit_BinOp(self, node) -> None:
         if isinstance(node.op, ast.MatMult) and not op_allowed("matmul", self.rules):

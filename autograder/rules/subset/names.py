@@ -1,0 +1,124 @@
+"""What an expression names, read without running anything: a module (`torch`, `F`, an alias),
+a class the learner defined, a local, Python's own builtin, something torch holds
+(`torch.Tensor`), a public name of torch. The checker's walk asks; this part only answers."""
+
+import ast
+import inspect
+import sys
+
+from .tables import MODULES
+from .rules import _module_attribute, _torch_now, tensor_name
+from .program import _Definition, _imported_module, _values_bound
+
+
+class _Names:
+    """Answers for `_Checker` (which holds `program`, `rules`, `scopes`, `functions`)."""
+
+    def module_of(self, node) -> str | None:
+        """The module an expression names (`torch`, `torch.nn.functional`, `F`), if any."""
+        if isinstance(node, ast.Name):
+            if self.is_local(node.id):
+                return None
+            # a module only if every statement that binds the name imports that module (a name
+            # also bound by `T = torch`, a loop, a pattern or a decorator is a value)
+            modules = {self._module_bound(d, node.id) for d in self.program.binds.get(node.id, [])}
+            return modules.pop() if len(modules) == 1 and None not in modules else None
+        if isinstance(node, ast.Attribute):
+            parent = self.module_of(node.value)
+            if parent and f"{parent}.{node.attr}" in MODULES:
+                return f"{parent}.{node.attr}"
+        return None
+
+    def _module_bound(self, definition: _Definition, name: str) -> str | None:
+        """The module a statement binds `name` to: an import, or `ag = torch.autograd`."""
+        node = definition.node
+        module = _imported_module(node, name)
+        if module is None and isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name \
+                and isinstance(node.value, (ast.Name, ast.Attribute)) and name not in self._aliasing:
+            self._aliasing.add(name)
+            try:
+                saved, self.scopes = self.scopes, []
+                module = self.module_of(node.value)
+            finally:
+                self.scopes = saved
+                self._aliasing.discard(name)
+        return module
+
+    def is_class(self, node) -> bool:
+        """Whether `node` names a class the learner defined (`LinearFunction.apply`)."""
+        return isinstance(node, ast.Name) and not self.is_local(node.id) and any(
+            isinstance(d.node, ast.ClassDef) for d in self.program.binds.get(node.id, []))
+
+    def is_local(self, name: str) -> bool:
+        for i, (kind, names) in enumerate(reversed(self.scopes)):
+            if kind == "class" and i > 0:
+                continue  # a class body's names are not visible in its methods
+            if name in names:
+                return True
+        return False
+
+    def _is_builtin(self, node, name: str) -> bool:
+        """Whether `node` is Python's own `name` (not a local or a global the learner bound)."""
+        return isinstance(node, ast.Name) and node.id == name and not self.is_local(name) \
+            and not self.program.binds.get(name)
+
+    def _type_of(self, node) -> ast.expr | None:
+        """x, for `type(x)` or `x.__class__`: a value's class, only compared or named below."""
+        if isinstance(node, ast.Call) and self._is_builtin(node.func, "type") \
+                and len(node.args) == 1 and not node.keywords:
+            return node.args[0]
+        if isinstance(node, ast.Attribute) and node.attr == "__class__":
+            return node.value
+        return None
+
+    def is_function_local(self, name: str) -> bool:
+        """Whether `name` is a local of the function, lambda or comprehension around this point."""
+        for kind, names in reversed(self.scopes):
+            if kind != "class" and name in names:
+                return True
+        return False
+
+    def _spelled(self, module: str, name: str) -> str:
+        short = {"torch.nn.functional": "F", "torch.nn": "nn"}.get(module, module)
+        return f"{short}.{name}"
+
+    def _held_by_module(self, node, seen: frozenset = frozenset()) -> bool:
+        """Whether an expression may be an object a module holds (`torch.Tensor`, `nn.Parameter`),
+        reached by attributes or items, a container, `getattr` with a literal name, or a name any
+        statement of its function or of the cells binds to one: a store into it changes torch."""
+        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred, ast.NamedExpr)):
+            node = node.value
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.BoolOp, ast.IfExp)):
+            parts = [p for p in ast.iter_child_nodes(node) if isinstance(p, ast.expr)]
+            return any(self._held_by_module(p, seen) for p in parts)
+        if isinstance(node, ast.Call) and self._is_builtin(node.func, "getattr") and node.args:
+            return self._held_by_module(node.args[0], seen)
+        if not isinstance(node, ast.Name) or node.id in seen:
+            return False
+        if self.module_of(node) is not None:
+            return True
+        trees = [*self.functions, *(d.node for d in self.program.binds.get(node.id, []))]
+        return any(self._held_by_module(value, seen | {node.id})
+                   for tree in trees for value in _values_bound(tree, node.id))
+
+    def torch_name(self, node: ast.Attribute) -> bool:
+        """Whether an attribute of a value, in a method any public torch function may use, is a
+        public name of torch: of a part of torch the code names (`torch.special.expit`), else of
+        torch's tensors or of torch itself (`y.addmm_`), not `.sys` or `.getattr`."""
+        module = self.torch_module_of(node.value)
+        if module is not None:
+            return _module_attribute(module, node.attr, self.rules, lenient=True) is None
+        return tensor_name(node.attr)
+
+    def torch_module_of(self, node) -> str | None:
+        """The module of torch an attribute chain names (`torch.nn.modules`), read from torch
+        without running anything; None for a value that is not one."""
+        module = self.module_of(node)
+        if module is not None or not isinstance(node, ast.Attribute):
+            return module
+        parent = self.torch_module_of(node.value)
+        found = sys.modules.get(parent) if parent and _torch_now() else None
+        value = inspect.getattr_static(found, node.attr, None) if found is not None else None
+        name = getattr(value, "__name__", "") if inspect.ismodule(value) else ""
+        return name if name == "torch" or name.startswith("torch.") else None
