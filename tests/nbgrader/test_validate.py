@@ -27,6 +27,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.early   # its two fixtures take minutes: last, they were the suite's tail
+
 HIDDEN = re.compile(r"[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*\n?", re.S)
 
 # Samples whose point is not the mathematics (they crash, exit, loop or exhaust memory): a visible
