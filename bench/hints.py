@@ -16,7 +16,8 @@ For each mistake, over the failed hidden tests of its function (the messages the
   lacks the entry's words: the message blames another mistake;
 * named: no misleading hint, and one message holds every word;
 * described: none of the above, and a message describes the difference itself ("What differs:",
-  autograder/grade/difference.py: computed from the values, so truthful, in other words than the entry's);
+  autograder/grade/difference.py: computed from the values, so truthful, in other words than the entry's)
+  or the error itself ("What the error means:", autograder/grade/errors.py: read from its message);
 * generic: caught, none of the above (no hint, no description, and the message does not say it).
 
 With --visible, the same mistakes go through what the learner sees instead: the notebook's
@@ -48,7 +49,7 @@ from mutants import Mutant, grade, outcome, solutions  # noqa: E402
 
 PROBE = ROOT / "bench" / "probe"
 KINDS = ("named", "described", "generic", "misleading", "false pass")
-DESCRIBED = "What differs:"
+DESCRIBED = ("What differs:", "What the error means:")
 SEVERAL = "on this input more than one mistake gives this value:"
 
 
@@ -99,7 +100,7 @@ def classify(m: Mutant, words: list[str], result: dict) -> tuple[str, str]:
         if says(text, words):
             return "named", text
     for text in texts:
-        if DESCRIBED in text:
+        if any(d in text for d in DESCRIBED):
             return "described", text
     return "generic", texts[0] if texts else "(no test of the function ran)"
 
@@ -139,7 +140,8 @@ def classify_visible(words: list[str], said: str) -> tuple[str, str]:
         return "false pass", ""
     if any(not says(h, words) for h in hints(said)):
         return "misleading", said
-    return ("named" if says(said, words) else "described" if DESCRIBED in said else "generic"), said
+    return ("named" if says(said, words) else "described" if any(d in said for d in DESCRIBED)
+            else "generic"), said
 
 
 def main(argv=None) -> int:

@@ -11,7 +11,7 @@ from typing import Callable, Mapping
 
 import torch
 
-from autograder.grade import causes, difference
+from autograder.grade import causes, difference, errors
 from autograder.jail.inside.wire import Unsupported
 
 __all__ = ["GradingFailure", "alternatives", "described_list", "expect_tensor", "expect_equal", "fail",
@@ -199,28 +199,12 @@ def alternatives(hints) -> str:
         f"({i}) {text}" for i, text in enumerate(hints, 1))
 
 
-RAISED = {
-    "Boolean value of Tensor with more than one": (
-        "a tensor with several values has no single truth value, so `if t:`, `t in a_list`, "
-        "`t == u` used as a condition and `and`/`or` on tensors raise this. To test for a missing "
-        "argument write `if b is not None:`; to find a tensor in a list compare identities "
-        "(`any(t is u for u in items)`, or a set of id(t))."),
-    "only one element tensors can be converted to Python scalars": (
-        "a function of Python's math module (math.exp, math.sqrt, ...), float(t) or int(t) takes "
-        "one number, not a tensor of several: use the torch function, which works elementwise "
-        "(torch.exp(z))."),
-}
-"""A phrase of an exception's message -> what it means, whatever the input was."""
-
-
 def raised_hint(reply) -> str:
     """The hint for a call that raised: the meaning of a known error message when there is one
     (it names the mistake, whatever the input), else ""."""
     exc = getattr(reply, "exception", None)
     if getattr(reply, "status", "") == "exception" and exc is not None:
-        for phrase, meaning in RAISED.items():
-            if phrase in exc.message:
-                return meaning
+        return errors.naming(exc.message)
     return ""
 
 

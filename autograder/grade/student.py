@@ -7,6 +7,7 @@ import torch
 from autograder.grade.compare import alternatives, fail, note_inputs, raised_hint
 from autograder.course import _source, base_name
 from autograder.grade import causes
+from autograder.grade.errors import describing
 from autograder.grade.submission import Submission, defined_names
 from autograder.jail.sandbox import Reply, Sandbox
 from autograder.jail.inside.wire import Recipe
@@ -276,8 +277,11 @@ class Student:
             hint = hint or self._raised_cause(exc) or raised_hint(reply) \
                 or self._raised_only_after_earlier_calls(name, reply, args, kwargs) \
                 or self._not_run_hint(exc)
+            # with no cause named, what the error itself means (a description, not a hint)
+            meaning = "" if hint else describing(exc.message)
             fail(f"{call} raised {exc.type}: {exc.message}{where}{chr(10) + about if about else ''}"
-                 f"{chr(10) + 'Hint: ' + hint if hint else ''}")
+                 f"{chr(10) + 'Hint: ' + hint if hint else ''}"
+                 f"{chr(10) + 'What the error means: ' + meaning if meaning else ''}")
         a = self.assignment
         names = banned_uses(reply.used, a.banned.get(name, frozenset()), a.allowed.get(name),
                             a.allowed_section.get(name, ""))

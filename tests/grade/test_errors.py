@@ -1,0 +1,88 @@
+"""What an error means, read from its message (autograder/grade/errors.py): each entry is found
+in the message today's torch raises, with the sizes and dtypes of that message; a message no
+entry knows gets no meaning (and no invented cause)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from autograder.grade.errors import DESCRIBING, NAMING, describing, naming
+
+
+def _leaf():
+    return torch.randn(3, requires_grad=True)
+
+
+def _backward_twice():
+    w = _leaf()
+    loss = (w * w).sum()
+    loss.backward()
+    loss.backward()
+
+
+def _no_grad_loss():
+    w = _leaf()
+    with torch.no_grad():
+        loss = (w * 2).sum()
+    loss.backward()
+
+
+def _saved_value_changed():
+    a = _leaf()
+    b = a.exp()
+    b.add_(1)
+    b.sum().backward()
+
+
+def _none_grad_update():
+    p = _leaf()
+    return p - 0.1 * p.grad
+
+
+RAISES = [  # (what raises, words its meaning must hold)
+    (_backward_twice, ["twice", "every step"]),
+    (_no_grad_loss, ["no_grad", "did not record"]),
+    (lambda: _leaf().sub_(1.0), ["in place", "torch.no_grad()"]),
+    (lambda: _leaf()[0].add_(1.0), ["in place", "torch.no_grad()"]),
+    (_saved_value_changed, ["saved", "out of place"]),
+    (lambda: (_leaf() * 2).backward(), ["scalar", ".sum()"]),
+    (lambda: torch.randn(4, 3) @ torch.randn(2, 3), ["(4, 3)", "(2, 3)", "3 and 2", ".T"]),
+    (lambda: torch.nn.functional.linear(torch.randn(4, 3), torch.randn(3, 2)), ["(4, 3)", "(2, 3)"]),
+    (lambda: torch.randn(4, 3) + torch.randn(4, 2), ["sizes 3 and 2 in dimension 1"]),
+    (lambda: torch.randn(4, 3, dtype=torch.float64) @ torch.randn(3, 2), ["double", "float", "dtype"]),
+    (_none_grad_update, ["None", ".grad"]),
+    (lambda: _leaf().grad.zero_(), ["None", ".grad"]),
+    (lambda: torch.randn(3, 4).sum(dim=2), ["dimension 2", "-2 to 1"]),
+]
+
+
+@pytest.mark.parametrize("raises, words", RAISES, ids=lambda v: getattr(v, "__name__", None))
+def test_the_error_torch_raises_today_is_described_with_its_sizes(raises, words):
+    with pytest.raises(Exception) as caught:
+        raises()
+    meaning = describing(str(caught.value))
+    assert meaning and all(w in meaning for w in words), (str(caught.value), meaning)
+
+
+def test_every_description_is_raised_above():
+    found = set()
+    for raises, _ in RAISES:
+        with pytest.raises(Exception) as caught:
+            raises()
+        found |= {p for p in DESCRIBING if p.search(str(caught.value))}
+    assert found == set(DESCRIBING)
+
+
+@pytest.mark.parametrize("raises", [
+    lambda: bool(torch.ones(2)),
+    lambda: float(torch.ones(2)),
+])
+def test_a_naming_meaning_is_found_in_todays_message(raises):
+    with pytest.raises(Exception) as caught:
+        raises()
+    assert naming(str(caught.value)) in NAMING.values()
+
+
+def test_a_message_no_entry_knows_gets_no_meaning():
+    assert describing("division by zero") == "" and naming("list index out of range") == ""
