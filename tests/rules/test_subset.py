@@ -92,6 +92,9 @@ PATCH = "def matmul(A, B):\n    {}\n    return A"
     ("getattr(torch, 'Tensor').data = None", ""),
     ("T, n = torch.Tensor, 1\n    T.requires_grad = False", ""),
     ("T.grad = None", "T = torch.nn.Parameter\nU = T\nT = U\n"),
+    ("kind().grad = None", "def kind():\n    return torch.Tensor\n"),
+    ("kind().data = None", "kind = lambda: [torch.Tensor][0]\n"),
+    ("def kind():\n        return torch.Tensor\n    kind().grad = None", ""),
 ])
 def test_a_store_into_what_a_module_holds_is_refused(statements, added):
     """`.data`, `.grad` and `.requires_grad` may be assigned on a value, not on torch's classes:
@@ -108,6 +111,8 @@ def test_a_store_into_what_a_module_holds_is_refused(statements, added):
     ("D[0].data = A", "D = [torch.zeros(2, 2)]\n"),
     ("(w := A.clone()).requires_grad = True", ""),
     ("T = torch.Tensor\n    assert isinstance(A, T)\n    A.grad = None", ""),
+    ("first().grad = None", "def first():\n    return torch.zeros(2, 2)\n"),
+    ("first().grad = None", "def first():\n    return first()\n"),
 ])
 def test_a_store_into_a_value_is_allowed(statements, added):
     assert refused(PATCH.format(statements), added=added) == []

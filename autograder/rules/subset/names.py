@@ -85,8 +85,9 @@ class _Names:
 
     def _held_by_module(self, node, seen: frozenset = frozenset()) -> bool:
         """Whether an expression may be an object a module holds (`torch.Tensor`, `nn.Parameter`),
-        reached by attributes or items, a container, `getattr` with a literal name, or a name any
-        statement of its function or of the cells binds to one: a store into it changes torch."""
+        reached by attributes or items, a container, `getattr` with a literal name, what a
+        learner's function returns, or a name any statement of its function or of the cells binds
+        to one: a store into it changes torch."""
         while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred, ast.NamedExpr)):
             node = node.value
         if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.BoolOp, ast.IfExp)):
@@ -94,6 +95,11 @@ class _Names:
             return any(self._held_by_module(p, seen) for p in parts)
         if isinstance(node, ast.Call) and self._is_builtin(node.func, "getattr") and node.args:
             return self._held_by_module(node.args[0], seen)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                and "()" + node.func.id not in seen:  # what a learner's function returns
+            name = node.func.id
+            return any(self._held_by_module(value, seen | {"()" + name})
+                       for value in self._returned(name))
         if not isinstance(node, ast.Name) or node.id in seen:
             return False
         if self.module_of(node) is not None:
@@ -101,6 +107,18 @@ class _Names:
         trees = [*self.functions, *(d.node for d in self.program.binds.get(node.id, []))]
         return any(self._held_by_module(value, seen | {node.id})
                    for tree in trees for value in _values_bound(tree, node.id))
+
+    def _returned(self, name: str) -> list[ast.expr]:
+        """What the functions and lambdas the learner binds to `name` (in the cells or in the
+        function the walk is in) may return."""
+        trees = [*self.functions, *(d.node for d in self.program.binds.get(name, []))]
+        out = []
+        for tree in trees:
+            for n in ast.walk(tree):
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name:
+                    out += [r.value for r in ast.walk(n) if isinstance(r, ast.Return) and r.value]
+            out += [v.body for v in _values_bound(tree, name) if isinstance(v, ast.Lambda)]
+        return out
 
     def torch_name(self, node: ast.Attribute) -> bool:
         """Whether an attribute of a value, in a method any public torch function may use, is a
