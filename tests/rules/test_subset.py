@@ -113,6 +113,7 @@ def test_a_store_into_what_a_module_holds_is_refused(statements, added):
     ("T = torch.Tensor\n    assert isinstance(A, T)\n    A.grad = None", ""),
     ("first().grad = None", "def first():\n    return torch.zeros(2, 2)\n"),
     ("first().grad = None", "def first():\n    return first()\n"),
+    ("DT = {}\n    DT[A] = torch.float32\n    A.grad = None", ""),   # d[A] = ... does not bind A
 ])
 def test_a_store_into_a_value_is_allowed(statements, added):
     assert refused(PATCH.format(statements), added=added) == []

@@ -246,9 +246,11 @@ def _captured(node) -> set[str]:
 
 def _values_bound(tree: ast.AST, name: str) -> list[ast.expr]:
     """The expressions `tree` binds `name` to: an assignment's value (the whole value when the
-    name is one of several targets), a walrus's, a loop's iterable, a `with`'s context."""
+    name is one of several targets), a walrus's, a loop's iterable, a `with`'s context. A target
+    that only reads the name (`d[name] = v`, `name.x = v`) does not bind it."""
     def names(target) -> bool:
-        return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
+        return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
+                   for n in ast.walk(target))
     out = []
     for n in ast.walk(tree):
         if isinstance(n, ast.Assign) and any(names(t) for t in n.targets) \
