@@ -110,18 +110,18 @@ def visible(entries) -> dict[tuple[str, str], str]:
     say: "passed" or "raised <Type>: <message>"."""
     import os
     from concurrent.futures import ThreadPoolExecutor
-    sys.path.insert(0, str(ROOT / "tests"))
+    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "nbgrader")]
     from test_validate import run_jobs, visible_checks
 
     def run(assignment):
         setup, checks = visible_checks(assignment)
         answers = solutions(assignment)
-        jobs = [{"key": "solution", "cells": setup + list(answers.values()) + list(checks.values())}]
+        jobs = [{"key": "solution", "cells": list(answers.values()) + list(checks.values())}]
         for m, _ in entries:
             if m.assignment == assignment:
                 cells = [m.source if name == m.function else code for name, code in answers.items()]
-                jobs.append({"key": m.key, "cells": setup + cells + [checks[m.function]]})
-        said = run_jobs(jobs)
+                jobs.append({"key": m.key, "cells": cells + [checks[m.function]]})
+        said = run_jobs(setup, jobs)
         if said["solution"] != "passed":
             raise SystemExit(f"the worked solution of {assignment} fails its visible checks: "
                              f"{said['solution']}")

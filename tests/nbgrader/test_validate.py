@@ -65,19 +65,30 @@ CHILD_TIMEOUT = 60.0
 # ----------------------------------------------------------------------------------------------
 # The worker: one process per assignment imports torch once, then runs each job in a forked child.
 
-def _run_job(job: dict) -> str:
-    """In a forked child: run the cells in a fresh namespace; 'passed' or 'raised <Type>: <message>'."""
+def _run_job(job: dict, namespace: dict, cells: list[str]) -> str:
+    """Run the job's cells in `namespace`, which holds the setup cells (`cells`, run already);
+    'passed' or 'raised <Type>: <message>'."""
     import linecache
     # as IPython keeps them: the cells run so far (`In`), each cell's lines under its file name
-    namespace = {"__name__": "__main__", "In": ["", *job["cells"]]}
-    for i, code in enumerate(job["cells"]):
+    every = [*cells, *job["cells"]]
+    namespace["In"] = ["", *every]
+    for i, code in enumerate(every):
         linecache.cache[f"<cell {i}>"] = (len(code), None, code.splitlines(True), f"<cell {i}>")
+    for i, code in enumerate(job["cells"]):
         try:
-            exec(compile(code, f"<cell {i}>", "exec"), namespace)
+            exec(compile(code, f"<cell {len(cells) + i}>", "exec"), namespace)
         except BaseException as error:  # noqa: BLE001 - any failure is what we look for
             if i not in job.get("may_fail", ()):
                 return f"raised {type(error).__name__}: {error}"
     return "passed"
+
+
+def _set_up(cells: list[str]) -> dict:
+    """A fresh namespace in which the notebook's setup cells have run (trusted code)."""
+    namespace = {"__name__": "__main__"}
+    for i, code in enumerate(cells):
+        exec(compile(code, f"<cell {i}>", "exec"), namespace)
+    return namespace
 
 
 def _worker() -> None:
@@ -87,12 +98,16 @@ def _worker() -> None:
     import torch
     import torch.nn.functional  # noqa: F401
     torch.set_num_threads(1)
-    jobs = json.load(sys.stdin)
+    payload = json.load(sys.stdin)
+    setup, jobs = payload["setup"], payload["jobs"]
     # Warm up once, in this process, on trusted code (the first job is the solution): torch's
     # first operation under a dispatch mode takes about a second, which each child would pay.
     saved = os.dup(1)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
-    _run_job(jobs[0])
+    _run_job(jobs[0], _set_up(setup), setup)
+    # Every job starts from the setup cells run once here, not by each child: compiling and
+    # reading them (the checks parse every cell the kernel ran) was most of a job's time.
+    base = _set_up(setup)
     os.dup2(saved, 1)
     # Each child's collections would otherwise walk (and copy, page by page) this process's whole
     # heap, torch's included: 0.3 s for a check that takes 0.05 s.
@@ -106,7 +121,7 @@ def _worker() -> None:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
-            outcome = _run_job(job)
+            outcome = _run_job(job, base, setup)
             os.write(write_end, outcome.encode()[:4000])
             os._exit(0)
         os.close(write_end)
@@ -180,33 +195,35 @@ def _keeping(scenario) -> list[str]:
 
 
 def _jobs(assignment: str) -> list[dict]:
-    setup, checks = visible_checks(assignment)
+    """The jobs of an assignment: the cells each runs after the setup cells."""
+    _, checks = visible_checks(assignment)
     jobs = []
     for s in SCENARIOS:
         if s.assignment != assignment or s.student in HOSTILE:
             continue
         answers = answer_cells(s)
         if s.student == "solution":
-            jobs.append({"key": "solution", "cells": setup + answers + list(checks.values())})
+            jobs.append({"key": "solution", "cells": answers + list(checks.values())})
         for function in _losing(s):
             if (assignment, s.student, function) in NOT_VISIBLE:
                 continue
             jobs.append({"key": f"{s.student}/{function}",
-                         "cells": setup + answers + [checks[function]]})
+                         "cells": answers + [checks[function]]})
         if s.student == "solution":
             continue
         for function in _keeping(s):  # as in Jupyter, an answer cell that raises stops only itself
             jobs.append({"key": f"keeps/{s.student}/{function}",
-                         "cells": setup + answers + [checks[function]],
-                         "may_fail": list(range(len(setup), len(setup) + len(answers)))})
+                         "cells": answers + [checks[function]],
+                         "may_fail": list(range(len(answers)))})
     return jobs
 
 
-def run_jobs(jobs: list[dict]) -> dict[str, str]:
-    """key -> outcome of each job, in one worker process (this file run as a script; the first
-    job must be trusted code: it warms the worker up). Also bench/hints.py --visible."""
-    done = subprocess.run([sys.executable, __file__], input=json.dumps(jobs), text=True,
-                          capture_output=True, cwd=ROOT, timeout=900,
+def run_jobs(setup: list[str], jobs: list[dict]) -> dict[str, str]:
+    """key -> outcome of each job (its cells run after the notebook's `setup` cells), in one worker
+    process (this file run as a script; the first job must be trusted code: it warms the worker
+    up). Also bench/hints.py --visible."""
+    done = subprocess.run([sys.executable, __file__], input=json.dumps({"setup": setup, "jobs": jobs}),
+                          text=True, capture_output=True, cwd=ROOT, timeout=900,
                           env={**os.environ, "MPLBACKEND": "Agg", "PYTHONWARNINGS": "ignore"})
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
@@ -216,7 +233,7 @@ def run_jobs(jobs: list[dict]) -> dict[str, str]:
 def visible_outcomes() -> dict[tuple[str, str], str]:
     """(assignment, "student/function" or "solution") -> outcome, one worker process per assignment."""
     def run(assignment):
-        return {(assignment, k): v for k, v in run_jobs(_jobs(assignment)).items()}
+        return {(assignment, k): v for k, v in run_jobs(visible_checks(assignment)[0], _jobs(assignment)).items()}
 
     with ThreadPoolExecutor(max_workers=max(1, len(os.sched_getaffinity(0)))) as pool:
         outcomes = {}
