@@ -67,10 +67,16 @@ def quantities(inputs: Inputs) -> list[tuple[float, str]]:
     return found
 
 
+def _names(c: float, inputs: Inputs) -> list[str]:
+    """What the inputs hold, or the plain constants 2 and 1/2, that equals the constant c."""
+    return list(dict.fromkeys(words for value, words in quantities(inputs)
+                              if math.isclose(c, value, rel_tol=1e-6)))
+
+
 def _named(c: float, inputs: Inputs) -> str:
-    """"; C is what it equals" for a constant c (what the inputs hold that equals it), or ""."""
-    names = [words for value, words in quantities(inputs) if math.isclose(c, value, rel_tol=1e-6)]
-    names = list(dict.fromkeys(names))
+    """"; C is what it equals" for a constant c (what the inputs hold that equals it), or "" (also
+    for a plain 2 or 1/2: "2 is 2" would name nothing)."""
+    names = [words for words in _names(c, inputs) if words not in ("2", "1/2")]
     if not names:
         return ""
     return f"; {_number(c)} is " + " or ".join(names)
@@ -227,7 +233,7 @@ def _factor(g, e, inputs, rtol, atol) -> str:
         return ""
     if math.isclose(c, -1.0, rel_tol=1e-6):
         return "every entry has the wrong sign: your result is -1 times the expected one."
-    if abs(c) < 1 and _named(1.0 / c, inputs):
+    if abs(c) < 1 and _names(1.0 / c, inputs):
         return (f"every entry is the expected value divided by {_number(1.0 / c)}"
                 f"{_named(1.0 / c, inputs)}.")
     return f"every entry is {_number(c)} times the expected value{_named(c, inputs)}."

@@ -63,6 +63,16 @@ def test_a_difference_of_a_known_shape_is_described(case):
     assert all(w in said for w in words), said
 
 
+def test_a_plain_factor_is_not_named_after_itself():
+    """2 and 1/2 are factors worth looking for (a missing or extra 2, a halving), but saying that
+    "2 is 2" names nothing: a factor with no input behind it is given as a number alone."""
+    for got, words in ((Y * 2, "every entry is 2 times the expected value."),
+                       (Y / 2, "every entry is the expected value divided by 2."),
+                       (Y * 4, "every entry is 4 times the expected value.")):
+        said = describe(got, Y, [("z", Z)], rtol=1e-7, atol=1e-9)
+        assert said == words, said
+
+
 def test_a_difference_of_no_known_shape_is_not_described():
     noisy = Y + torch.randn(Y.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
     assert describe(noisy, Y, INPUTS) == ""
