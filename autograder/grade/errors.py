@@ -11,6 +11,7 @@ there, not silently in a learner's message.
 
 from __future__ import annotations
 
+import ast
 import re
 
 NAMING = {
@@ -83,3 +84,49 @@ def naming(message: str) -> str:
 def describing(message: str) -> str:
     """What an error message means and where to look; "" for a message not in the table."""
     return _said(DESCRIBING, message)
+
+
+def _segment(source: str, node) -> str:
+    """The source text of `node` on one line (a statement written over several lines joined)."""
+    text = ast.get_source_segment(source, node) or ast.unparse(node)
+    text = re.sub(r"\s*\n\s*", " ", text).replace("( ", "(").replace(" )", ")")
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def own_check(source: str, line: int) -> str:
+    """When the statement at `line` of the learner's `source` is a check of their own, a `raise X`
+    (not a bare re-raise, nor one in an `except` block: the cause is then the first error) or an
+    `assert`, the sentence naming it: a call the grader makes with arguments the function must
+    accept (never with ones it must refuse) ended there, so that check refused valid arguments.
+    "" for any other statement."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ""
+    found: list = []
+
+    def visit(node, ancestors):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.stmt) and child.lineno <= line <= (child.end_lineno or child.lineno):
+                found[:] = [child, [*ancestors, node]]
+            visit(child, [*ancestors, node])
+    visit(tree, [])
+    if not found:
+        return ""
+    statement, ancestors = found
+    if isinstance(statement, ast.Assert):
+        return (f"your own check refused valid arguments: `assert {_segment(source, statement.test)}` "
+                f"(line {statement.lineno}) is false for these arguments. Assert only what the "
+                f"exercise promises of the arguments.")
+    if not isinstance(statement, ast.Raise) or statement.exc is None \
+            or any(isinstance(a, ast.ExceptHandler) for a in ancestors):
+        return ""
+    raised = f"`{_segment(source, statement)}` ran"
+    parent = ancestors[-1] if ancestors else None
+    if isinstance(parent, ast.If):
+        holds = "holds" if statement in parent.body else "is false"
+        return (f"your own check refused valid arguments: `if {_segment(source, parent.test)}:` "
+                f"(line {parent.lineno}) {holds} for these arguments, so {raised}. Make the "
+                f"check refuse only the arguments the exercise says to refuse.")
+    return (f"your own check refused valid arguments: {raised} (line {statement.lineno}) for "
+            f"these arguments. Raise only for the arguments the exercise says to refuse.")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import torch
 
 from autograder.grade.compare import alternatives, fail, note_inputs, raised_hint
 from autograder.course import _source, base_name
 from autograder.grade import causes
-from autograder.grade.errors import describing
+from autograder.grade.errors import describing, own_check
 from autograder.grade.submission import Submission, defined_names
 from autograder.jail.sandbox import Reply, Sandbox
 from autograder.jail.inside.wire import Recipe
@@ -276,7 +278,7 @@ class Student:
             where = f"\n{exc.where.rstrip()}" if exc.where else ""
             hint = hint or self._raised_cause(exc) or raised_hint(reply) \
                 or self._raised_only_after_earlier_calls(name, reply, args, kwargs) \
-                or self._not_run_hint(exc)
+                or self._own_check(name, exc) or self._not_run_hint(exc)
             # with no cause named, what the error itself means (a description, not a hint)
             meaning = "" if hint else describing(exc.message)
             fail(f"{call} raised {exc.type}: {exc.message}{where}{chr(10) + about if about else ''}"
@@ -299,6 +301,19 @@ class Student:
                      "input holds (even when no entry needs to change): build the result, e.g. "
                      "with torch.where(...) or z.clone() followed by changes to the clone.")
         return reply.value
+
+    def _own_check(self, name: str, exc) -> str:
+        """When the call ended in a `raise` or an `assert` of the learner's own code (the last
+        frame the child reports is in one of the learner's cells), the check that refused these
+        valid arguments (errors.own_check), read from the grader's copy of that cell."""
+        frames = re.findall(r'File "<notebook cell (\d+)>", line (\d+)', exc.where or "")
+        if not frames:
+            return ""
+        cell, line = (int(x) for x in frames[-1])
+        cells = self.sandbox._cells_of(name)
+        if not len(_source(self.assignment.id).setup) < cell <= len(cells):
+            return ""   # the notebook's own setup cells, or no cell of this child
+        return own_check(cells[cell - 1]["source"], line)
 
     def _not_run_hint(self, exc) -> str:
         """For an error a missing entry or name gives: the statements of the learner's added

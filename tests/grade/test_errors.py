@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autograder.grade.errors import DESCRIBING, NAMING, describing, naming
+from autograder.grade.errors import DESCRIBING, NAMING, describing, naming, own_check
 
 
 def _leaf():
@@ -86,3 +86,34 @@ def test_a_naming_meaning_is_found_in_todays_message(raises):
 
 def test_a_message_no_entry_knows_gets_no_meaning():
     assert describing("division by zero") == "" and naming("list index out of range") == ""
+
+
+OWN_GUARD = '''def matmul(A, B):
+    n, k = A.shape
+    if A.shape[0] != B.shape[1]:
+        raise ValueError(
+            "shapes do not match")
+    assert A.dim() == 3, "A must be a matrix"
+    try:
+        return A @ B
+    except RuntimeError:
+        raise
+'''
+
+
+@pytest.mark.parametrize("line, words", [
+    (4, ["`if A.shape[0] != B.shape[1]:` (line 3) holds for these arguments",
+         '`raise ValueError("shapes do not match")` ran']),
+    (5, ["`if A.shape[0] != B.shape[1]:`"]),     # the traceback may give the raise's last line
+    (6, ["`assert A.dim() == 3` (line 6) is false for these arguments"]),
+])
+def test_a_check_of_the_learners_own_that_refuses_valid_arguments_is_named(line, words):
+    said = own_check(OWN_GUARD, line)
+    assert said and all(w in said for w in words), said
+
+
+@pytest.mark.parametrize("line", [2, 8, 10, 99])
+def test_an_error_not_raised_by_a_check_of_the_learners_own_names_nothing(line):
+    """Unpacking, an operation, a bare re-raise (the cause is the first error), a line that is not
+    there: the error is not the learner's own refusal."""
+    assert own_check(OWN_GUARD, line) == ""
