@@ -16,7 +16,7 @@ from autograder.jail.inside.wire import Unsupported
 
 __all__ = ["GradingFailure", "alternatives", "described_list", "expect_tensor", "expect_equal", "fail",
            "order_hint",
-           "raised_hint", "raised_mistakes", "stale"]
+           "misplaced", "raised_hint", "raised_mistakes", "stale"]
 
 TOLERANCE = {torch.float64: (1e-7, 1e-9), torch.float32: (1e-4, 1e-5),
              torch.float16: (1e-2, 1e-3), torch.bfloat16: (2e-2, 1e-2)}
@@ -145,6 +145,16 @@ def _same(got, candidate) -> bool:
     if isinstance(candidate, (tuple, list)) and isinstance(got, (tuple, list)):
         return len(got) == len(candidate) and all(_same(g, c) for g, c in zip(got, candidate))
     return False
+
+
+def misplaced(expected: Mapping[str, object], name: str) -> dict[str, Callable[[], object]]:
+    """For one value of a result that holds several (the entries of a dict, the items of a
+    tuple), by the names the messages give them: the mistake of putting another one's value in
+    its place, as `mistakes` for expect_tensor (it fires only when the learner's value is that
+    other one's expected value, and that value differs from the right one)."""
+    return {f"{name} holds the value that belongs in {other}: check which value you put where.":
+            (lambda value=value: value)
+            for other, value in expected.items() if other != name and isinstance(value, torch.Tensor)}
 
 
 def _diagnose(got, expected: torch.Tensor, mistakes) -> str:

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.grade.compare import expect_tensor, fail, order_hint, stale
+from autograder.grade.compare import expect_tensor, fail, misplaced, order_hint, stale
 from autograder.grade.submission import stand_ins
 from autograder.tests.data import away_from_zero, rand
 from autograder.tests.repeat import again
@@ -354,7 +354,8 @@ def _check_mlp(student, x, y, params, earlier=None):
     for key in KEYS:
         expect_tensor(got[key], expected[key], f'{call}["{key}"]',
                       mistakes=stale(_mlp_mistakes(x, y, params, expected, key), "mlp_backward",
-                                      earlier and earlier[key]))
+                                      earlier and earlier[key])
+                      | misplaced({f'"{k}"': v for k, v in expected.items()}, f'"{key}"'))
     return got
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from autograder.grade.compare import alternatives, expect_tensor, fail, raised_mistakes
+from autograder.grade.compare import alternatives, expect_tensor, fail, misplaced, raised_mistakes
 from autograder.tests.data import rand
 from autograder.tests.optim import SGD
 from autograder.jail.inside.wire import Recipe
@@ -149,7 +149,8 @@ def check_training(student, x, y, params, lr, steps):
                           **_train_mistakes(x, y, params, lr, steps, "losses")})
     for key in KEYS:
         expect_tensor(new_params[key], expected[key], f"{call}: {key} after training",
-                      mistakes=_train_mistakes(x, y, params, lr, steps, key))
+                      mistakes=_train_mistakes(x, y, params, lr, steps, key)
+                      | misplaced({f'"{k}"': expected[k] for k in KEYS}, f'"{key}"'))
 
 
 @graded("train_mlp", points=1, visible=True)

@@ -46,7 +46,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from autograder.grade.compare import (STALE, TOLERANCE, alternatives, described_list, expect_tensor, fail,
-                                raised_mistakes, stale)
+                                misplaced, raised_mistakes, stale)
 from autograder.grade.submission import stand_ins
 from autograder.tests.data import rand
 from autograder.tests.optim import SGD
@@ -339,7 +339,8 @@ def check_linear(student, inputs, grad_out, what, earlier=None):
         if got is None:
             fail(f"{label} is None, but {name} requires grad (ctx.needs_input_grad[{i}] is True).")
         expect_tensor(got, want, label, mistakes=stale(linear_mistakes(inputs, grad_out, i),
-                                                       "LinearFunction.backward", before[1][i]))
+                                                       "LinearFunction.backward", before[1][i])
+                      | misplaced({f"grad_{n}": w for n, w in zip(LINEAR_INPUTS, expected)}, f"grad_{name}"))
     return report.get("out"), grads
 
 

@@ -161,3 +161,22 @@ def test_an_inverted_condition_is_described():
     grad = torch.randn(Z.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
     said = describe(grad * (1 - STEP), grad * STEP, [("grad_out", grad), ("z", Z)], rtol=1e-7, atol=1e-9)
     assert "inverted" in said and "grad_out" in said, said
+
+
+
+@pytest.mark.parametrize("key, got, named", [
+    ('"W1"', W.T.contiguous(), '"W2"'),   # another entry's value, of another shape
+    ('"b1"', B * 2, '"b2"'),              # another entry's value, of the same shape
+    ('"W1"', W + 1, None),                 # no other entry's value
+])
+def test_a_value_put_where_another_belongs_is_named_and_only_then(key, got, named):
+    """compare.misplaced(): the hint fires when the entry holds another entry's expected value."""
+    from autograder.grade.compare import misplaced
+    expected = {'"W1"': W, '"b1"': B, '"W2"': W.T.contiguous(), '"b2"': B * 2}
+    with pytest.raises(GradingFailure) as failed:
+        expect_tensor(got, expected[key], f"mlp[{key}]", mistakes=misplaced(expected, key))
+    said = str(failed.value)
+    if named:
+        assert f"Hint: {key} holds the value that belongs in {named}" in said, said
+    else:
+        assert "belongs in" not in said, said
