@@ -424,3 +424,56 @@ def test_the_worked_solutions_are_inside_their_subset(assignment):
 
 def a_path(assignment):
     return ASSIGNMENTS[assignment].source
+
+
+@pytest.mark.parametrize("answer, added", [
+    # attributes named by strings: `assigned=`/`updated=` reach any attribute (a function's
+    # __code__ or __dict__, torch's namespace), as setattr and getattr with a computed name do
+    ("def matmul(A, B):\n    functools.wraps(torch.mm, assigned=('__code__',), updated=())(helper)\n"
+     "    return A", "import functools\ndef helper():\n    pass\n"),
+    ("def matmul(A, B):\n    wraps(helper, ('__dict__',))(torch.is_tensor)\n    return A",
+     "from functools import wraps\ndef helper():\n    pass\n"),
+    # called on a value, not as the decorator of a function it defines, it writes that value's
+    # attributes (torch's own function, here)
+    ("def matmul(A, B):\n    functools.wraps(helper)(torch.is_tensor)\n    return A",
+     "import functools\ndef helper():\n    pass\n"),
+    ("def matmul(A, B):\n    w = functools.wraps\n    w(helper)(torch.is_tensor)\n    return A",
+     "import functools\ndef helper():\n    pass\n"),
+])
+def test_wraps_other_than_as_a_decorator_of_ones_own_function_is_refused(answer, added):
+    assert refused(answer, added=added), answer
+
+
+def test_wraps_as_the_decorator_of_ones_own_function_is_allowed():
+    added = ("import functools\ndef logged(f):\n    @functools.wraps(f)\n    def inner(*a):\n"
+             "        return f(*a)\n    return inner\n")
+    assert refused("@logged\ndef matmul(A, B):\n    return (A[:, :, None] * B[None]).sum(1)",
+                   added=added) == []
+
+
+@pytest.mark.parametrize("step", [
+    "v{i} = v{j} if v{j} is None else v{j}\n",                           # a name bound from two
+    "v{i} = v{j}\nv{i} = v{j}\n",                                         # two statements bind it
+    "def v{i}():\n    return v{j}() if v{j} else v{j}()\n",               # what functions return
+])
+def test_reading_what_a_name_may_hold_takes_time_linear_in_the_code(step):
+    """A chain of 60 names each read twice: a walk that forgets what it read is 2**60 steps,
+    the grader's own process hung before any time limit applies (red-team probe f)."""
+    import time
+    added = "v0 = None\n" + "".join(step.format(i=i, j=i - 1) for i in range(1, 61))
+    call = "v60()" if step.startswith("def") else "v60"
+    if step.startswith("def"):
+        added = "def v0():\n    return None\n" + added[len("v0 = None\n"):]
+    started = time.monotonic()
+    refused(f"def matmul(A, B):\n    {call}.data = A\n    return A", added=added)
+    assert time.monotonic() - started < 20
+
+
+def test_code_the_check_cannot_read_in_bounded_steps_is_refused_named(monkeypatch):
+    """Whatever the code, the check's time is bounded (MAX_STEPS): past it, the function is
+    refused with a message saying so, not read on for ever."""
+    import autograder.rules.subset.checker as checker
+    monkeypatch.setattr(checker, "MAX_STEPS", 50)
+    added = "".join(f"v{i} = v{i - 1}\n" for i in range(1, 40))
+    assert refused("def matmul(A, B):\n    v39.data = A\n    return A", added="v0 = None\n" + added)
+    assert any("cannot read in 50 steps" in w for w in refused.last), refused.last

@@ -5,7 +5,7 @@ import ast
 
 from .tables import (
     BUILTINS, CLASS_BUILTINS, EXCEPTIONS, GRAPH, MAX_DEPTH, MODULES, PYTHON_METHODS, REFLECTION,
-    STORED, TENSOR_META)
+    STORED, TENSOR_META, MAX_STEPS)
 from .rules import Finding, MAX_QUOTE, Rules, _module_attribute, op_allowed
 from .program import SETUP, _Definition, _Program, _bound, _depth, _imported_module, _locals
 from .names import _Names
@@ -16,6 +16,10 @@ def _rebinds(function, name: str) -> bool:
     ... as`, `:=`, `del`, an import, a nested function's `nonlocal`)."""
     return any(name in _bound(s) for s in function.body) or any(
         isinstance(n, ast.Nonlocal) and name in n.names for n in ast.walk(function))
+
+
+class _Intricate(Exception):
+    """The check read MAX_STEPS steps of a function's code and stopped."""
 
 
 class _Checker(_Names):
@@ -30,6 +34,11 @@ class _Checker(_Names):
         self.lenient = False
         """Inside a class's method that the by-hand rule is not about (Rules.section)."""
         self._aliasing: set[str] = set()
+        self.steps = 0
+        self._bound_module: dict[tuple[int, str], str | None] = {}
+        """_module_bound's answers, by (statement, name): each statement is read once."""
+        self._decorator_wraps: set[int] = set()
+        """The `functools.wraps` references that are the decorator `@wraps(f)` of a def."""
         self.visited: list[_Definition] = []
         """The statements read, in the order they were reached: what grading may run."""
 
@@ -65,7 +74,12 @@ class _Checker(_Names):
                                     f"(the most the check reads: split it into steps)")
                 continue
             self.visited.append(d)
-            self.visit(d.node)
+            try:
+                self.visit(d.node)
+            except _Intricate:
+                self.refuse(d.node, f"code the check cannot read in {MAX_STEPS} steps (names bound "
+                                    f"from names, over and over: write it plainly)")
+                break
         return sorted(self.found.values(), key=lambda r: (r.cell != self.labels[0], r.cell, r.line))
 
     def resolve_global(self, node: ast.Name) -> None:
@@ -107,7 +121,15 @@ class _Checker(_Names):
                                   f"not need)")
 
     # -- the walk -----------------------------------------------------------------------------
+    def tick(self) -> None:
+        """One step of reading: past MAX_STEPS the check stops (its time is bounded, whatever
+        the code; it runs in the grader's process, before any limit on the learner's)."""
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise _Intricate
+
     def visit(self, node) -> None:
+        self.tick()
         method = getattr(self, "visit_" + type(node).__name__, None)
         if method is not None:
             method(node)
@@ -120,6 +142,9 @@ class _Checker(_Names):
 
     def _function(self, node) -> None:
         for d in getattr(node, "decorator_list", []):
+            if isinstance(d, ast.Call) and len(d.args) == 1 and not d.keywords \
+                    and not isinstance(d.args[0], ast.Starred) and self._names_wraps(d.func):
+                self._decorator_wraps.add(id(d.func))
             self.visit(d)
         args = node.args
         for default in (*args.defaults, *args.kw_defaults):
@@ -278,8 +303,21 @@ class _Checker(_Names):
         self.refuse(node, f"import {module} ({why})")
         return False
 
+    def _wraps_elsewhere(self, node) -> bool:
+        """Refuse `functools.wraps` anywhere but as `@wraps(f)` above a def: with `assigned=` or
+        `updated=` it reads and writes attributes named by strings (a function's __code__,
+        torch's namespace), and called on a value it writes that value's attributes."""
+        if id(node) in self._decorator_wraps or not self._names_wraps(node):
+            return False
+        self.refuse(node, "functools.wraps other than as the decorator `@wraps(f)` of a function "
+                          "you define (given assigned=/updated=, or called on an object, it "
+                          "reads and writes attributes named by strings: reflection)")
+        return True
+
     def visit_Name(self, node) -> None:
         if not isinstance(node.ctx, ast.Load):
+            return
+        if self._wraps_elsewhere(node):
             return
         if node.id in REFLECTION and not self.is_function_local(node.id) \
                 and (self.is_local(node.id) or self.program.binds.get(node.id)):
@@ -295,6 +333,8 @@ class _Checker(_Names):
 
     def visit_Attribute(self, node) -> None:
         attr = node.attr
+        if isinstance(node.ctx, ast.Load) and self._wraps_elsewhere(node):
+            return
         if attr in ("__name__", "__qualname__") and isinstance(node.ctx, ast.Load):
             subject = self._type_of(node.value)  # type(A).__name__ in a message: a string
             if subject is not None:

@@ -16,6 +16,7 @@ class _Names:
 
     def module_of(self, node) -> str | None:
         """The module an expression names (`torch`, `torch.nn.functional`, `F`), if any."""
+        self.tick()
         if isinstance(node, ast.Name):
             if self.is_local(node.id):
                 return None
@@ -29,8 +30,28 @@ class _Names:
                 return f"{parent}.{node.attr}"
         return None
 
+    def _names_wraps(self, node) -> bool:
+        """Whether `node` is `functools.wraps`: the attribute of the module, or a name a
+        statement binds by `from functools import wraps`."""
+        if isinstance(node, ast.Attribute):
+            return node.attr == "wraps" and self.module_of(node.value) == "functools"
+        if not isinstance(node, ast.Name) or self.is_function_local(node.id):
+            return False
+        return any(isinstance(d.node, ast.ImportFrom) and d.node.module == "functools"
+                   and not d.node.level and any(a.name == "wraps" and (a.asname or a.name) == node.id
+                                                for a in d.node.names)
+                   for d in self.program.binds.get(node.id, []))
+
     def _module_bound(self, definition: _Definition, name: str) -> str | None:
-        """The module a statement binds `name` to: an import, or `ag = torch.autograd`."""
+        """The module a statement binds `name` to: an import, or `ag = torch.autograd` (each
+        statement read once per check: a chain of names each bound twice would otherwise be
+        read 2**n times)."""
+        key = (id(definition.node), name)
+        if key not in self._bound_module:
+            self._bound_module[key] = self._module_bound_now(definition, name)
+        return self._bound_module[key]
+
+    def _module_bound_now(self, definition: _Definition, name: str) -> str | None:
         node = definition.node
         module = _imported_module(node, name)
         if module is None and isinstance(node, ast.Assign) and len(node.targets) == 1 \
@@ -83,11 +104,14 @@ class _Names:
         short = {"torch.nn.functional": "F", "torch.nn": "nn"}.get(module, module)
         return f"{short}.{name}"
 
-    def _held_by_module(self, node, seen: frozenset = frozenset()) -> bool:
+    def _held_by_module(self, node, seen: set | None = None) -> bool:
         """Whether an expression may be an object a module holds (`torch.Tensor`, `nn.Parameter`),
         reached by attributes or items, a container, `getattr` with a literal name, what a
         learner's function returns, or a name any statement of its function or of the cells binds
-        to one: a store into it changes torch."""
+        to one: a store into it changes torch. `seen` holds the names and functions read so far
+        in this question, whatever the path (each is read once: the walk is linear in the code)."""
+        seen = set() if seen is None else seen
+        self.tick()
         while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred, ast.NamedExpr)):
             node = node.value
         if isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.BoolOp, ast.IfExp)):
@@ -95,17 +119,19 @@ class _Names:
             return any(self._held_by_module(p, seen) for p in parts)
         if isinstance(node, ast.Call) and self._is_builtin(node.func, "getattr") and node.args:
             return self._held_by_module(node.args[0], seen)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                and "()" + node.func.id not in seen:  # what a learner's function returns
-            name = node.func.id
-            return any(self._held_by_module(value, seen | {"()" + name})
-                       for value in self._returned(name))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            name = "()" + node.func.id  # what a learner's function returns
+            if name in seen:
+                return False
+            seen.add(name)
+            return any(self._held_by_module(value, seen) for value in self._returned(node.func.id))
         if not isinstance(node, ast.Name) or node.id in seen:
             return False
+        seen.add(node.id)
         if self.module_of(node) is not None:
             return True
         trees = [*self.functions, *(d.node for d in self.program.binds.get(node.id, []))]
-        return any(self._held_by_module(value, seen | {node.id})
+        return any(self._held_by_module(value, seen)
                    for tree in trees for value in _values_bound(tree, node.id))
 
     def _returned(self, name: str) -> list[ast.expr]:
@@ -113,6 +139,7 @@ class _Names:
         function the walk is in) may return."""
         trees = [*self.functions, *(d.node for d in self.program.binds.get(name, []))]
         out = []
+        self.tick()
         for tree in trees:
             for n in ast.walk(tree):
                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name:
