@@ -147,13 +147,18 @@ def _same(got, candidate) -> bool:
     return False
 
 
+class _Fallback(str):
+    """A hint `_diagnose` gives only when no other mistake gives the learner's value (a listed
+    mistake may say the same in the exercise's words: "that is grad_W")."""
+
+
 def misplaced(expected: Mapping[str, object], name: str) -> dict[str, Callable[[], object]]:
     """For one value of a result that holds several (the entries of a dict, the items of a
     tuple), by the names the messages give them: the mistake of putting another one's value in
     its place, as `mistakes` for expect_tensor (it fires only when the learner's value is that
     other one's expected value, and that value differs from the right one)."""
-    return {f"{name} holds the value that belongs in {other}: check which value you put where.":
-            (lambda value=value: value)
+    return {_Fallback(f"{name} holds the value that belongs in {other}: check which value you "
+                      f"put where."): (lambda value=value: value)
             for other, value in expected.items() if other != name and isinstance(value, torch.Tensor)}
 
 
@@ -176,7 +181,8 @@ def _diagnose(got, expected: torch.Tensor, mistakes) -> str:
             continue  # on this input the mistake gives the right answer: it cannot be the cause
         if _same(got, candidate):
             matches.append(hint)
-    return alternatives(matches)
+    named = [h for h in matches if not isinstance(h, _Fallback)]
+    return alternatives(named or matches)
 
 
 def order_hint(got, expected, names: tuple[str, ...]) -> str:

@@ -180,3 +180,16 @@ def test_a_value_put_where_another_belongs_is_named_and_only_then(key, got, name
         assert f"Hint: {key} holds the value that belongs in {named}" in said, said
     else:
         assert "belongs in" not in said, said
+
+
+def test_a_listed_mistake_that_gives_the_same_value_is_named_alone():
+    """A listed hint that says the same in the exercise's words ("that is grad_W") is named alone,
+    not as one of two alternatives with the misplaced entry's."""
+    from autograder.grade.compare import misplaced
+    expected = {"grad_x": W, "grad_W": W.T.contiguous()}
+    mistakes = {"that is grad_W: return the gradients in the order of forward's inputs.":
+                lambda: W.T.contiguous()} | misplaced(expected, "grad_x")
+    with pytest.raises(GradingFailure) as failed:
+        expect_tensor(W.T.contiguous(), W, "grad_x", mistakes=mistakes)
+    said = str(failed.value)
+    assert "Hint: that is grad_W" in said and "belongs in" not in said, said
