@@ -39,8 +39,10 @@ ACTIVATIONS = frozenset({
     "log_sigmoid_forward", "expit", "hardtanh", "leaky_relu", "elu", "gelu", "silu",
     "threshold_backward", "sigmoid_backward", "hardsigmoid",
     # the same activations in disguise: sigmoid(z) = softmax((z, 0))[0] = exp(-softplus(-z)),
-    # relu(z) = rrelu(z, 0, 0) = prelu(z, 0); glu((1, z)) = sigmoid(z)
+    # relu(z) = rrelu(z, 0, 0) = prelu(z, 0); glu((1, z)) = sigmoid(z);
+    # softplus(-z) = logsumexp((0, -z)), so sigmoid(z) = exp(-logsumexp(stack((0 * z, -z))))
     "softmax", "_softmax", "log_softmax", "_log_softmax", "softmin", "softplus",
+    "logsumexp", "logcumsumexp",
     "rrelu", "rrelu_with_noise", "prelu", "_prelu_kernel", "celu", "selu", "glu",
 })
 LEAVING_TORCH = frozenset({"numpy", "__array__", "__dlpack__", "data_ptr", "untyped_storage",
@@ -199,8 +201,8 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
                     AUTOGRAD | ACTIVATIONS | LEAVING_TORCH),
         # the activations and their derivatives are the exercise: no activation kernel
         # (FORWARD_KERNELS), no autograd; collapse_linear multiplies the two weights (@ is fine)
-        allowed=_all(("relu", "relu_derivative", "sigmoid", "sigmoid_derivative"), BY_HAND)
-        | {"collapse_linear": BY_HAND | PRODUCTS},
+        allowed=_all(("relu", "relu_derivative", "sigmoid", "sigmoid_derivative"), BY_HAND - ACTIVATIONS)
+        | {"collapse_linear": BY_HAND - ACTIVATIONS | PRODUCTS},
         banned_reason=dict.fromkeys(
             ("relu", "relu_derivative", "sigmoid", "sigmoid_derivative", "collapse_linear"),
             "write the formula yourself, with elementwise tensor operations (torch.exp, "

@@ -65,6 +65,14 @@ DESCRIBING = {
                r"but got (-?\d+)\)"): (
         "dimension {2} does not exist here (this tensor's dimensions are {0} to {1}): check "
         "which dimension the formula reduces or indexes over."),
+    re.compile(r"index (-?\d+) is out of bounds for dimension (\d+) with size (\d+)"): (
+        "index {0} reaches past the end of dimension {1}, whose size is {2} (its indices run "
+        "from 0 to one less than {2}): check which size each loop runs over and the order of "
+        "the indices."),
+    re.compile(r"stack expects a non-empty TensorList|expected a non-empty list of Tensors"): (
+        "torch.stack or torch.cat was given an empty list: a loop that builds the pieces made "
+        "none (an input with no rows, or a loop that never ran). With no rows the result still "
+        "has a shape: make it directly (e.g. torch.zeros(0, m))."),
 }
 
 

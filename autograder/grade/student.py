@@ -28,6 +28,9 @@ _BANNED_SPELLING = {"__matmul__": "`@`", "__rmatmul__": "`@`", "matmul": "`@` / 
                     "log_softmax": "torch.log_softmax / F.log_softmax (the library's sigmoid in disguise)",
                     "softmin": "F.softmin (the library's sigmoid in disguise)",
                     "softplus": "F.softplus (the library's sigmoid in disguise: σ(z) = exp(-softplus(-z)))",
+                    **dict.fromkeys(("logsumexp", "logcumsumexp"),
+                                    "torch.logsumexp (softplus in disguise, so the library's sigmoid: "
+                                    "σ(z) = exp(-logsumexp((0, -z))))"),
                     "vjp": "torch.func.vjp (autograd: torch.func calls torch.autograd.grad)",
                     "jvp": "a jvp (autograd by forward-mode AD: torch.func.jvp or "
                            "torch.autograd.functional.jvp)",
@@ -87,6 +90,8 @@ _OPERATOR_SPELLING = {"mm": "a built-in matrix product (torch.mm, `@`, torch.mat
                                   "sigmoid in disguise)",
                       "_log_softmax": "a log-softmax (torch.log_softmax: the library's sigmoid in disguise)",
                       "softplus": "F.softplus (the library's sigmoid in disguise)",
+                      "logsumexp": "torch.logsumexp (softplus, the library's sigmoid, in disguise)",
+                      "logcumsumexp": "torch.logcumsumexp (softplus, the library's sigmoid, in disguise)",
                       "log_sigmoid_forward": "F.logsigmoid", "elu": "F.elu / F.selu",
                       "leaky_relu": "F.leaky_relu"}
 

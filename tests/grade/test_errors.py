@@ -54,6 +54,9 @@ RAISES = [  # (what raises, words its meaning must hold)
     (_none_grad_update, ["None", ".grad"]),
     (lambda: _leaf().grad.zero_(), ["None", ".grad"]),
     (lambda: torch.randn(3, 4).sum(dim=2), ["dimension 2", "-2 to 1"]),
+    (lambda: torch.randn(2, 3)[0, 3], ["index 3", "size is 3", "dimension 1"]),
+    (lambda: torch.randn(2, 3)[2], ["index 2", "size is 2", "dimension 0"]),
+    (lambda: torch.stack([]), ["empty", "no rows"]),
 ]
 
 

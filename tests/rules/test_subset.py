@@ -477,3 +477,36 @@ def test_code_the_check_cannot_read_in_bounded_steps_is_refused_named(monkeypatc
     added = "".join(f"v{i} = v{i - 1}\n" for i in range(1, 40))
     assert refused("def matmul(A, B):\n    v39.data = A\n    return A", added="v0 = None\n" + added)
     assert any("cannot read in 50 steps" in w for w in refused.last), refused.last
+
+
+def test_many_stores_into_one_name_check_in_linear_time():
+    """3,000 `X.data = A` in one function: each store asks what X may hold, which read the whole
+    function again (quadratic: 2,000 stores took 107 s in the grader's own process)."""
+    import time
+    body = "".join("    X.data = A\n" for _ in range(3000))
+    started = time.monotonic()
+    refused(f"def matmul(A, B):\n    X = A.clone()\n{body}    return X")
+    assert time.monotonic() - started < 20
+
+
+def test_a_statement_binding_many_names_is_read_once():
+    """`a0 = a1 = ... = a6000 = 0` in an answer cell: `reached` walked the statement once per name
+    it binds (8,000 names: 75 s)."""
+    import time
+    from autograder.rules.subset import reached
+    chain = " = ".join(f"a{i}" for i in range(6000)) + " = 0\n"
+    cells = [{"source": SETUP_CELL, "label": SETUP, "answer": None},
+             {"source": chain + "def matmul(A, B):\n    return a0\n", "label": "cell matmul",
+              "answer": "matmul"}]
+    started = time.monotonic()
+    assert reached(cells, ["matmul"])
+    assert time.monotonic() - started < 20
+
+
+def test_softplus_spelled_as_logsumexp_is_refused_in_the_activations():
+    """σ(z) = exp(-softplus(-z)) and softplus(-z) = logsumexp((0, -z)): the library's sigmoid in
+    disguise (red-team probe g), refused as softplus is."""
+    answer = ("def sigmoid(z):\n    pair = torch.stack([torch.zeros_like(z), -z])\n"
+              "    return torch.exp(-torch.logsumexp(pair, 0))")
+    found = refused(answer, function="sigmoid", assignment="02_activation_functions")
+    assert any("torch.logsumexp" in f for f in found), found

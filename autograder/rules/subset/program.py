@@ -248,19 +248,29 @@ def _values_bound(tree: ast.AST, name: str) -> list[ast.expr]:
     """The expressions `tree` binds `name` to: an assignment's value (the whole value when the
     name is one of several targets), a walrus's, a loop's iterable, a `with`'s context. A target
     that only reads the name (`d[name] = v`, `name.x = v`) does not bind it."""
-    def names(target) -> bool:
-        return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)
-                   for n in ast.walk(target))
-    out = []
+    return _bindings(tree).get(name, [])
+
+
+@functools.lru_cache(maxsize=256)
+def _bindings(tree: ast.AST) -> dict[str, list[ast.expr]]:
+    """name -> `_values_bound(tree, name)`, for every name, from one walk of `tree` (a function
+    that stores into the same name a thousand times is walked once, not once per store)."""
+    def stored(target) -> set[str]:
+        return {n.id for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    out: dict[str, list[ast.expr]] = {}
     for n in ast.walk(tree):
-        if isinstance(n, ast.Assign) and any(names(t) for t in n.targets) \
-                or isinstance(n, (ast.AnnAssign, ast.NamedExpr)) and n.value is not None \
-                and names(n.target):
-            out.append(n.value)
-        elif isinstance(n, (ast.For, ast.comprehension)) and names(n.target):
-            out.append(n.iter)
-        elif isinstance(n, ast.withitem) and n.optional_vars is not None and names(n.optional_vars):
-            out.append(n.context_expr)
+        if isinstance(n, ast.Assign):
+            pairs = (set().union(*map(stored, n.targets)), n.value)
+        elif isinstance(n, (ast.AnnAssign, ast.NamedExpr)) and n.value is not None:
+            pairs = (stored(n.target), n.value)
+        elif isinstance(n, (ast.For, ast.comprehension)):
+            pairs = (stored(n.target), n.iter)
+        elif isinstance(n, ast.withitem) and n.optional_vars is not None:
+            pairs = (stored(n.optional_vars), n.context_expr)
+        else:
+            continue
+        for name in pairs[0]:
+            out.setdefault(name, []).append(pairs[1])
     return out
 
 

@@ -50,7 +50,7 @@ def reached(cells: list[dict], functions) -> dict[int, set[int]]:
     for c, tree in zip(cells, program.trees):
         if c.get("answer") is not None and tree is not None:
             todo += [n.id for n in ast.walk(tree) if isinstance(n, ast.Name)]
-    seen, out = set(), {}
+    seen, walked, out = set(), set(), {}
     while todo:
         name = todo.pop()
         if name in seen:
@@ -58,6 +58,9 @@ def reached(cells: list[dict], functions) -> dict[int, set[int]]:
         seen.add(name)
         for d in program.binds.get(name, []):
             node = d.node
+            if id(node) in walked:  # a statement binding many names is walked once
+                continue
+            walked.add(id(node))
             first = min([node.lineno, *(x.lineno for x in getattr(node, "decorator_list", []))])
             out.setdefault(d.cell, set()).update(range(first, (node.end_lineno or node.lineno) + 1))
             todo += [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
