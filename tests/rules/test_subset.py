@@ -510,3 +510,12 @@ def test_softplus_spelled_as_logsumexp_is_refused_in_the_activations():
               "    return torch.exp(-torch.logsumexp(pair, 0))")
     found = refused(answer, function="sigmoid", assignment="02_activation_functions")
     assert any("torch.logsumexp" in f for f in found), found
+
+
+def test_many_stores_into_what_a_function_returns_check_in_linear_time():
+    import time
+    body = "".join("    first().data = A\n" for _ in range(3000))
+    started = time.monotonic()
+    refused(f"def matmul(A, B):\n{body}    return A",
+            added="def first():\n    return torch.zeros(2, 2)\n" + "x = 1\n" * 2000)
+    assert time.monotonic() - started < 20

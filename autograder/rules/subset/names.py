@@ -8,7 +8,7 @@ import sys
 
 from .tables import MODULES
 from .rules import _module_attribute, _torch_now, tensor_name
-from .program import _Definition, _imported_module, _values_bound
+from .program import _Definition, _imported_module, _returns, _values_bound
 
 
 class _Names:
@@ -137,15 +137,9 @@ class _Names:
     def _returned(self, name: str) -> list[ast.expr]:
         """What the functions and lambdas the learner binds to `name` (in the cells or in the
         function the walk is in) may return."""
-        trees = [*self.functions, *(d.node for d in self.program.binds.get(name, []))]
-        out = []
         self.tick()
-        for tree in trees:
-            for n in ast.walk(tree):
-                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name:
-                    out += [r.value for r in ast.walk(n) if isinstance(r, ast.Return) and r.value]
-            out += [v.body for v in _values_bound(tree, name) if isinstance(v, ast.Lambda)]
-        return out
+        trees = [*self.functions, *(d.node for d in self.program.binds.get(name, []))]
+        return [value for tree in trees for value in _returns(tree).get(name, [])]
 
     def torch_name(self, node: ast.Attribute) -> bool:
         """Whether an attribute of a value, in a method any public torch function may use, is a

@@ -274,6 +274,22 @@ def _bindings(tree: ast.AST) -> dict[str, list[ast.expr]]:
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _returns(tree: ast.AST) -> dict[str, list[ast.expr]]:
+    """name -> what the functions named so in `tree` return and the bodies of the lambdas bound to
+    it, from one walk of `tree` (asked once per store, it would otherwise be walked each time)."""
+    out: dict[str, list[ast.expr]] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.setdefault(n.name, []).extend(r.value for r in ast.walk(n)
+                                              if isinstance(r, ast.Return) and r.value)
+    for name, values in _bindings(tree).items():
+        lambdas = [v.body for v in values if isinstance(v, ast.Lambda)]
+        if lambdas:
+            out.setdefault(name, []).extend(lambdas)
+    return out
+
+
 def _imported_module(node: ast.stmt, name: str) -> str | None:
     """The module `name` is bound to by the import statement `node` (None: not a module)."""
     found = None  # `import math as T, torch as T`: Python keeps the last
