@@ -40,9 +40,9 @@ ACTIVATIONS = frozenset({
     "threshold_backward", "sigmoid_backward", "hardsigmoid",
     # the same activations in disguise: sigmoid(z) = softmax((z, 0))[0] = exp(-softplus(-z)),
     # relu(z) = rrelu(z, 0, 0) = prelu(z, 0); glu((1, z)) = sigmoid(z);
-    # softplus(-z) = logsumexp((0, -z)), so sigmoid(z) = exp(-logsumexp(stack((0 * z, -z))))
+    # softplus(-z) = logsumexp((0, -z)) = logaddexp(0, -z), so sigmoid(z) = exp(-logaddexp(0, -z))
     "softmax", "_softmax", "log_softmax", "_log_softmax", "softmin", "softplus",
-    "logsumexp", "logcumsumexp",
+    "logsumexp", "logcumsumexp", "logaddexp", "logaddexp2",
     "rrelu", "rrelu_with_noise", "prelu", "_prelu_kernel", "celu", "selu", "glu",
 })
 LEAVING_TORCH = frozenset({"numpy", "__array__", "__dlpack__", "data_ptr", "untyped_storage",

@@ -31,6 +31,9 @@ _BANNED_SPELLING = {"__matmul__": "`@`", "__rmatmul__": "`@`", "matmul": "`@` / 
                     **dict.fromkeys(("logsumexp", "logcumsumexp"),
                                     "torch.logsumexp (softplus in disguise, so the library's sigmoid: "
                                     "σ(z) = exp(-logsumexp((0, -z))))"),
+                    **dict.fromkeys(("logaddexp", "logaddexp2"),
+                                    "torch.logaddexp (softplus in disguise, so the library's sigmoid: "
+                                    "σ(z) = exp(-logaddexp(0, -z)))"),
                     "vjp": "torch.func.vjp (autograd: torch.func calls torch.autograd.grad)",
                     "jvp": "a jvp (autograd by forward-mode AD: torch.func.jvp or "
                            "torch.autograd.functional.jvp)",
@@ -92,6 +95,8 @@ _OPERATOR_SPELLING = {"mm": "a built-in matrix product (torch.mm, `@`, torch.mat
                       "softplus": "F.softplus (the library's sigmoid in disguise)",
                       "logsumexp": "torch.logsumexp (softplus, the library's sigmoid, in disguise)",
                       "logcumsumexp": "torch.logcumsumexp (softplus, the library's sigmoid, in disguise)",
+                      "logaddexp": "torch.logaddexp (softplus, the library's sigmoid, in disguise)",
+                      "logaddexp2": "torch.logaddexp2 (softplus, the library's sigmoid, in disguise)",
                       "log_sigmoid_forward": "F.logsigmoid", "elu": "F.elu / F.selu",
                       "leaky_relu": "F.leaky_relu"}
 

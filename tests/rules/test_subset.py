@@ -519,3 +519,26 @@ def test_many_stores_into_what_a_function_returns_check_in_linear_time():
     refused(f"def matmul(A, B):\n{body}    return A",
             added="def first():\n    return torch.zeros(2, 2)\n" + "x = 1\n" * 2000)
     assert time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize("body", [
+    "return torch.exp(-torch.logaddexp(torch.zeros_like(z), -z))",
+    "return (-(-z).logaddexp(z * 0)).exp()",
+])
+def test_softplus_spelled_as_logaddexp_is_refused_in_the_activations(body):
+    """logaddexp(0, -z) is softplus(-z) in one kernel (red-team probe h)."""
+    found = refused(f"def sigmoid(z):\n    {body}", function="sigmoid",
+                    assignment="02_activation_functions")
+    assert any("logaddexp" in f for f in found), found
+
+
+def test_many_binding_statements_and_stores_stay_bounded():
+    """300 statements binding g, each read for every one of 400 stores `g.data = 0`: an index
+    kept in a cache smaller than the number of trees was made again on every read (59 s in the
+    grader's own process); now each tree is read once per check and every read is a step."""
+    import time
+    added = "".join(f"g = x.y({', '.join(['0'] * 200)})\n" for _ in range(300))
+    body = "".join("    g.data = 0\n" for _ in range(400))
+    started = time.monotonic()
+    refused(f"def matmul(A, B):\n{body}    return A", added="x = None\n" + added)
+    assert time.monotonic() - started < 20

@@ -8,7 +8,7 @@ import sys
 
 from .tables import MODULES
 from .rules import _module_attribute, _torch_now, tensor_name
-from .program import _Definition, _imported_module, _returns, _values_bound
+from .program import _Definition, _bindings, _imported_module, _returns
 
 
 class _Names:
@@ -132,14 +132,26 @@ class _Names:
             return True
         trees = [*self.functions, *(d.node for d in self.program.binds.get(node.id, []))]
         return any(self._held_by_module(value, seen)
-                   for tree in trees for value in _values_bound(tree, node.id))
+                   for tree in trees for value in self._read(tree, _bindings).get(node.id, []))
 
     def _returned(self, name: str) -> list[ast.expr]:
         """What the functions and lambdas the learner binds to `name` (in the cells or in the
         function the walk is in) may return."""
         self.tick()
         trees = [*self.functions, *(d.node for d in self.program.binds.get(name, []))]
-        return [value for tree in trees for value in _returns(tree).get(name, [])]
+        return [value for tree in trees for value in self._read(tree, _returns).get(name, [])]
+
+    def _read(self, tree, index) -> dict:
+        """`index(tree)` (the names a tree binds, or what its functions return), made once per
+        tree and check, whatever the number of trees (no cache it could cycle through), and
+        counted as steps: one per node of the tree."""
+        key = (id(tree), index)
+        self.tick()
+        if key not in self._indexes:
+            for _ in ast.walk(tree):
+                self.tick()
+            self._indexes[key] = index(tree)
+        return self._indexes[key]
 
     def torch_name(self, node: ast.Attribute) -> bool:
         """Whether an attribute of a value, in a method any public torch function may use, is a

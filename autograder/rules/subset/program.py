@@ -244,17 +244,12 @@ def _captured(node) -> set[str]:
     return set()
 
 
-def _values_bound(tree: ast.AST, name: str) -> list[ast.expr]:
-    """The expressions `tree` binds `name` to: an assignment's value (the whole value when the
-    name is one of several targets), a walrus's, a loop's iterable, a `with`'s context. A target
-    that only reads the name (`d[name] = v`, `name.x = v`) does not bind it."""
-    return _bindings(tree).get(name, [])
-
-
-@functools.lru_cache(maxsize=256)
 def _bindings(tree: ast.AST) -> dict[str, list[ast.expr]]:
-    """name -> `_values_bound(tree, name)`, for every name, from one walk of `tree` (a function
-    that stores into the same name a thousand times is walked once, not once per store)."""
+    """name -> the expressions `tree` binds it to: an assignment's value (the whole value when the
+    name is one of several targets), a walrus's, a loop's iterable, a `with`'s context; a target
+    that only reads the name (`d[name] = v`, `name.x = v`) does not bind it. From one walk of
+    `tree` (the checker keeps it per tree: a function that stores into one name a thousand times
+    is walked once)."""
     def stored(target) -> set[str]:
         return {n.id for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     out: dict[str, list[ast.expr]] = {}
@@ -274,7 +269,6 @@ def _bindings(tree: ast.AST) -> dict[str, list[ast.expr]]:
     return out
 
 
-@functools.lru_cache(maxsize=256)
 def _returns(tree: ast.AST) -> dict[str, list[ast.expr]]:
     """name -> what the functions named so in `tree` return and the bodies of the lambdas bound to
     it, from one walk of `tree` (asked once per store, it would otherwise be walked each time)."""
