@@ -28,12 +28,10 @@ _BANNED_SPELLING = {"__matmul__": "`@`", "__rmatmul__": "`@`", "matmul": "`@` / 
                     "log_softmax": "torch.log_softmax / F.log_softmax (the library's sigmoid in disguise)",
                     "softmin": "F.softmin (the library's sigmoid in disguise)",
                     "softplus": "F.softplus (the library's sigmoid in disguise: σ(z) = exp(-softplus(-z)))",
-                    **dict.fromkeys(("logsumexp", "logcumsumexp"),
-                                    "torch.logsumexp (softplus in disguise, so the library's sigmoid: "
-                                    "σ(z) = exp(-logsumexp((0, -z))))"),
-                    **dict.fromkeys(("logaddexp", "logaddexp2"),
-                                    "torch.logaddexp (softplus in disguise, so the library's sigmoid: "
-                                    "σ(z) = exp(-logaddexp(0, -z)))"),
+                    **{name: f"torch.{name} (softplus in disguise, so the library's sigmoid: "
+                             f"σ(z) = exp(-softplus(-z)) and softplus(-z) = logaddexp(0, -z) = "
+                             f"logsumexp((0, -z)))"
+                       for name in ("logsumexp", "logcumsumexp", "logaddexp", "logaddexp2")},
                     "vjp": "torch.func.vjp (autograd: torch.func calls torch.autograd.grad)",
                     "jvp": "a jvp (autograd by forward-mode AD: torch.func.jvp or "
                            "torch.autograd.functional.jvp)",

@@ -36,9 +36,9 @@ class _Checker(_Names):
         self._aliasing: set[str] = set()
         self.steps = 0
         self._bound_module: dict[tuple[int, str], str | None] = {}
+        """_module_bound's answers, by (statement, name): each statement is read once."""
         self._indexes: dict[tuple, dict] = {}
         """Per tree: the names it binds and what its functions return (`_read`)."""
-        """_module_bound's answers, by (statement, name): each statement is read once."""
         self._decorator_wraps: set[int] = set()
         """The `functools.wraps` references that are the decorator `@wraps(f)` of a def."""
         self.visited: list[_Definition] = []
