@@ -542,3 +542,72 @@ def test_many_binding_statements_and_stores_stay_bounded():
     started = time.monotonic()
     refused(f"def matmul(A, B):\n{body}    return A", added="x = None\n" + added)
     assert time.monotonic() - started < 20
+
+
+CLASS_HEAD = "import math\n\nclass LinearFunction(torch.autograd.Function):\n"
+CLASS_TAIL = ("\n    @staticmethod\n    def forward(ctx, x, W, b=None):\n        return x.mm(W.t())\n"
+              "\n    @staticmethod\n    def backward(ctx, g):\n        return None, None, None\n")
+
+
+@pytest.mark.parametrize("binding", [
+    "    math: object = torch\n",
+    "    for math in (torch,):\n        pass\n",
+    "    math, _unused = torch, 0\n",
+    "    (math := torch)\n",
+    "    import torch as math\n",
+    "    match torch:\n        case math:\n            pass\n",
+    "    with open(__file__) as math:\n        pass\n",
+    "    try:\n        pass\n    except Exception as math:\n        pass\n",
+])
+def test_a_name_a_class_body_binds_in_any_way_is_the_class_bodys_own(binding):
+    """A class body's name bound by any binding (an annotated assignment, a loop, unpacking, `:=`,
+    an import, a pattern, `with`, `except`) holds that value there, not the module of the same
+    name imported above: read as the module, `math.builtins.exec` passed as `math`'s any public
+    attribute (held-out red-team probe, 2026-12-08)."""
+    answer = CLASS_HEAD + binding + "    run = math.builtins\n" + CLASS_TAIL
+    assert refused(answer, "LinearFunction", "07_custom_autograd")
+
+
+@pytest.mark.parametrize("answer, added", [
+    ("def matmul(A, B):\n    return helper(torch)", "def helper(m):\n    return m\n"),
+    ("def matmul(A, B):\n    box = [torch]\n    return A", ""),
+    ("def matmul(A, B):\n    return torch", ""),
+    ("def matmul(A, B, m=torch.nn):\n    return A", ""),
+    ("def matmul(A, B):\n    T = torch\n    return helper(T)", "def helper(m):\n    return m\n"),
+    ("def matmul(A, B):\n    return helper(T)", "T = torch\ndef helper(m):\n    return m\n"),
+    ("def matmul(A, B):\n    return helper(F if A is None else None)", "def helper(m):\n    return m\n"),
+    ("def matmul(A, B):\n    return {'m': math}['m']", "import math\n"),
+])
+def test_a_module_is_used_only_through_its_attributes(answer, added):
+    """A module passed, stored, returned or defaulted is a value that reaches any of its public
+    attributes wherever it lands (a method's first parameter may read any attribute: autograd's
+    ctx): refused, naming the module; `torch.zeros`, `T = torch; T.zeros` stay allowed."""
+    found = refused(answer, added=added)
+    assert any("a module used as a value" in w for w in refused.last), (found, refused.last)
+
+
+def test_a_helper_method_given_a_module_is_refused_where_the_module_is_passed():
+    answer = CLASS_HEAD + ("    def fetch(m):\n        return m.builtins\n\n"
+                           "    run = fetch(torch)\n") + CLASS_TAIL
+    found = refused(answer, "LinearFunction", "07_custom_autograd")
+    assert any(f.startswith("torch (") for f in found), found
+
+
+def test_module_aliases_used_through_their_attributes_stay_allowed():
+    assert refused("def relu(z):\n    return T.maximum(z, T.zeros_like(z))", "relu",
+                   "02_activation_functions", added="T = torch\n") == []
+    assert refused("def linear_forward(x, W, b=None):\n    nnf = torch.nn.functional\n"
+                   "    return matmul(x, W.T) if b is None else matmul(x, W.T) + b",
+                   "linear_forward") == []
+
+
+def test_many_statements_that_change_a_name_check_in_linear_time():
+    """5,000 `len(g)` in an added cell: each counted as a change of g, and each looked through
+    all the ones before it (quadratic: 31 s in the grader's own process, 46 s when the answer
+    reads g; red-team probe, 2026-12-08)."""
+    import time
+    added = "g = [0]\n" + "len(g)\n" * 5000
+    started = time.monotonic()
+    assert refused("def matmul(A, B):\n    g\n    return (A[:, :, None] * B[None]).sum(1)",
+                   added=added) == []
+    assert time.monotonic() - started < 5

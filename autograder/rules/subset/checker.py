@@ -18,6 +18,11 @@ def _rebinds(function, name: str) -> bool:
         isinstance(n, ast.Nonlocal) and name in n.names for n in ast.walk(function))
 
 
+MODULE_VALUE = ("a module used as a value: passed, stored or returned, it reaches any of its "
+                "attributes wherever it lands; call its functions where you use them, "
+                "as torch.zeros(...)")
+
+
 class _Intricate(Exception):
     """The check read MAX_STEPS steps of a function's code and stopped."""
 
@@ -39,6 +44,16 @@ class _Checker(_Names):
         """_module_bound's answers, by (statement, name): each statement is read once."""
         self._indexes: dict[tuple, dict] = {}
         """Per tree: the names it binds and what its functions return (`_read`)."""
+        self._receivers: set[int] = set()
+        """Expressions whose value is only a receiver (`torch` of `torch.zeros`) or the value of a
+        plain alias (`T = torch`): there a module is not used as a value."""
+        self._by_name: dict[str, list[_Definition]] = {}
+        """Per global name read: the setup's statements binding it (the learner's are queued
+        at the first read: a name 5,000 statements change is not looked through at each read)."""
+        self._global: dict[tuple[str, str], object] = {}
+        """Answers about a global name that hold for the whole check (module_of, is_class, ...)."""
+        self._modules: dict[tuple[int, str], bool] = {}
+        """module_value's answers for names, by (scope, name)."""
         self._decorator_wraps: set[int] = set()
         """The `functools.wraps` references that are the decorator `@wraps(f)` of a def."""
         self.visited: list[_Definition] = []
@@ -67,7 +82,7 @@ class _Checker(_Names):
         while self.queue:
             d = self.queue.pop(0)
             self.cell = d.cell
-            self.scopes: list[tuple[str, set[str]]] = []
+            self.scopes: list[tuple[str, set[str], ast.AST]] = []   # (kind, names, node)
             self.functions: list[ast.AST] = []   # the functions the walk is in, innermost last
             self.ctx_names: set[str] = set()
             depth = _depth(d.node)
@@ -93,7 +108,7 @@ class _Checker(_Names):
             self.refuse(node, f"{name} (a later exercise's function, which grading replaces with "
                               f"PyTorch's own: write this one without it)")
             return
-        definitions = [d for d in self.program.binds.get(name, [])]
+        definitions = self.program.binds.get(name, [])
         if not definitions:
             if name in BUILTINS or name in EXCEPTIONS or (self.rules.classes and name in CLASS_BUILTINS):
                 return
@@ -110,10 +125,12 @@ class _Checker(_Names):
                 self.refuse(node, f"{name} (defined in no cell above this function's check: "
                                   f"grading runs the notebook only that far)")
             return
-        for d in definitions:
-            if self.labels[d.cell] != SETUP:
-                self.visit_statement(d)
-                continue
+        if name not in self._by_name:  # the learner's statements are queued once per name
+            self._by_name[name] = [d for d in definitions if self.labels[d.cell] == SETUP]
+            for d in definitions:
+                if self.labels[d.cell] != SETUP:
+                    self.visit_statement(d)
+        for d in self._by_name[name]:  # the setup's, refused where read
             module = _imported_module(d.node, name)
             if module is None:
                 self.refuse(node, f"{name} (it belongs to the notebook's checks, not to your "
@@ -167,7 +184,7 @@ class _Checker(_Names):
                 # nothing rebinds it (`ctx = torch` would make any attribute a ctx attribute)
                 first = params[0].arg
                 self.ctx_names = (saved - {first}) | (set() if _rebinds(node, first) else {first})
-        self.scopes.append(("function", _locals(node)))
+        self.scopes.append(("function", _locals(node), node))
         self.functions.append(node)
         for statement in (node.body if isinstance(node.body, list) else [node.body]):
             self.visit(statement)
@@ -191,10 +208,10 @@ class _Checker(_Names):
             return
         for n in (*node.decorator_list, *node.bases, *(k.value for k in node.keywords)):
             self.visit(n)
-        names = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-        names |= {t.id for n in node.body if isinstance(n, ast.Assign) for t in n.targets
-                  if isinstance(t, ast.Name)}
-        self.scopes.append(("class", names))
+        # every name the body binds, however (an annotated assignment, a loop, unpacking, `:=`,
+        # an import, a pattern, `with`, `except`), is the class body's own, not a global's
+        names = set().union(*(_bound(n) for n in node.body))
+        self.scopes.append(("class", names, node))
         # `backward = helper` (or any binding of the section's name but its def) makes another
         # method the section: then no method is read leniently
         aliased = any(self.rules.section in _bound(n) for n in node.body
@@ -207,6 +224,17 @@ class _Checker(_Names):
             self.lenient = saved
         self.scopes.pop()
 
+    def visit_Assign(self, node) -> None:
+        target = node.targets[0]
+        if len(node.targets) == 1 and isinstance(target, ast.Name) \
+                and isinstance(node.value, (ast.Name, ast.Attribute)) \
+                and (not self.scopes or self.is_function_local(target.id)):
+            # `T = torch`, in the cells or a function: an alias, itself a module wherever it is
+            # used as a value (module_value follows it); not in a class body, whose names any
+            # `Class.name` reads, nor into a name a function declares global
+            self._receivers.add(id(node.value))
+        self.generic(node)
+
     def visit_AnnAssign(self, node) -> None:
         if not (self.program.postponed[self.cell] or self.scopes and self.scopes[-1][0] == "function"):
             self.visit(node.annotation)  # evaluated only at a module's or a class's top level
@@ -217,7 +245,7 @@ class _Checker(_Names):
     def _comprehension(self, node) -> None:
         names = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
         self.visit(node.generators[0].iter)  # evaluated in the enclosing scope
-        self.scopes.append(("comprehension", names))
+        self.scopes.append(("comprehension", names, node))
         for k, g in enumerate(node.generators):
             self.visit(g.target)
             if k:
@@ -321,6 +349,8 @@ class _Checker(_Names):
             return
         if self._wraps_elsewhere(node):
             return
+        if id(node) not in self._receivers and self.module_value(node):
+            self.refuse(node, f"{node.id} ({MODULE_VALUE})")
         if node.id in REFLECTION and not self.is_function_local(node.id) \
                 and (self.is_local(node.id) or self.program.binds.get(node.id)):
             # bound in a class body or at a cell's top level: `del` (or a binding that did not
@@ -336,6 +366,10 @@ class _Checker(_Names):
     def visit_Attribute(self, node) -> None:
         attr = node.attr
         if isinstance(node.ctx, ast.Load) and self._wraps_elsewhere(node):
+            return
+        if isinstance(node.ctx, ast.Load) and id(node) not in self._receivers \
+                and self.module_value(node):
+            self.refuse(node, f"{ast.unparse(node)} ({MODULE_VALUE})")
             return
         if attr in ("__name__", "__qualname__") and isinstance(node.ctx, ast.Load):
             subject = self._type_of(node.value)  # type(A).__name__ in a message: a string
@@ -354,6 +388,7 @@ class _Checker(_Names):
                 root = node.value
                 while isinstance(root, ast.Attribute):
                     root = root.value
+                self._receivers.add(id(root))
                 self.visit(root)  # refused where it is imported (or used, for the setup's)
                 return
             if storing:
@@ -366,8 +401,10 @@ class _Checker(_Names):
             root = node.value
             while isinstance(root, ast.Attribute):
                 root = root.value
+            self._receivers.add(id(root))
             self.visit(root)  # the import that binds the module: read, and run, with the rest
             return
+        self._receivers.add(id(node.value))
         self.visit(node.value)
         self.check_attribute(node)
 

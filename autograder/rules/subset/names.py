@@ -8,7 +8,16 @@ import sys
 
 from .tables import MODULES
 from .rules import _module_attribute, _torch_now, tensor_name
-from .program import _Definition, _bindings, _imported_module, _returns
+from .program import _Definition, _bindings, _imported_module, _module_sources, _returns
+
+
+def _imports_module(module: str | None, alias: ast.alias) -> bool:
+    """Whether an import binds a module: `import a.b` always; `from M import X` when M.X is one
+    (read from the module if this process has it; else assumed)."""
+    if module is None or f"{module}.{alias.name}" in MODULES:
+        return True
+    found = sys.modules.get(module)
+    return found is None or inspect.ismodule(inspect.getattr_static(found, alias.name, None))
 
 
 class _Names:
@@ -22,8 +31,14 @@ class _Names:
                 return None
             # a module only if every statement that binds the name imports that module (a name
             # also bound by `T = torch`, a loop, a pattern or a decorator is a value)
+            key = ("module", node.id)
+            if key in self._global:
+                return self._global[key]
             modules = {self._module_bound(d, node.id) for d in self.program.binds.get(node.id, [])}
-            return modules.pop() if len(modules) == 1 and None not in modules else None
+            found = modules.pop() if len(modules) == 1 and None not in modules else None
+            if not self._aliasing:  # an answer complete only outside an alias's own reading
+                self._global[key] = found
+            return found
         if isinstance(node, ast.Attribute):
             parent = self.module_of(node.value)
             if parent and f"{parent}.{node.attr}" in MODULES:
@@ -37,10 +52,16 @@ class _Names:
             return node.attr == "wraps" and self.module_of(node.value) == "functools"
         if not isinstance(node, ast.Name) or self.is_function_local(node.id):
             return False
+        key = ("wraps", node.id)
+        if key not in self._global:
+            self._global[key] = self._imports_wraps(node.id)
+        return self._global[key]
+
+    def _imports_wraps(self, name: str) -> bool:
         return any(isinstance(d.node, ast.ImportFrom) and d.node.module == "functools"
-                   and not d.node.level and any(a.name == "wraps" and (a.asname or a.name) == node.id
+                   and not d.node.level and any(a.name == "wraps" and (a.asname or a.name) == name
                                                 for a in d.node.names)
-                   for d in self.program.binds.get(node.id, []))
+                   for d in self.program.binds.get(name, []))
 
     def _module_bound(self, definition: _Definition, name: str) -> str | None:
         """The module a statement binds `name` to: an import, or `ag = torch.autograd` (each
@@ -68,11 +89,16 @@ class _Names:
 
     def is_class(self, node) -> bool:
         """Whether `node` names a class the learner defined (`LinearFunction.apply`)."""
-        return isinstance(node, ast.Name) and not self.is_local(node.id) and any(
-            isinstance(d.node, ast.ClassDef) for d in self.program.binds.get(node.id, []))
+        if not isinstance(node, ast.Name) or self.is_local(node.id):
+            return False
+        key = ("class", node.id)
+        if key not in self._global:
+            self._global[key] = any(isinstance(d.node, ast.ClassDef)
+                                    for d in self.program.binds.get(node.id, []))
+        return self._global[key]
 
     def is_local(self, name: str) -> bool:
-        for i, (kind, names) in enumerate(reversed(self.scopes)):
+        for i, (kind, names, _) in enumerate(reversed(self.scopes)):
             if kind == "class" and i > 0:
                 continue  # a class body's names are not visible in its methods
             if name in names:
@@ -95,10 +121,69 @@ class _Names:
 
     def is_function_local(self, name: str) -> bool:
         """Whether `name` is a local of the function, lambda or comprehension around this point."""
-        for kind, names in reversed(self.scopes):
+        for kind, names, _ in reversed(self.scopes):
             if kind != "class" and name in names:
                 return True
         return False
+
+    def module_value(self, node) -> bool:
+        """Whether an expression may be a module where it stands: an attribute chain naming one
+        (`torch.nn`, `torch.special`), or a name an import or a plain alias (`T = torch`,
+        `U = T`) binds to one, in its function, its class body or the cells. Passed, stored or
+        returned, a module reaches any of its public attributes wherever it lands."""
+        self.tick()
+        if isinstance(node, ast.Attribute):
+            return self.module_of(node) is not None or self.torch_module_of(node) is not None
+        if not isinstance(node, ast.Name):
+            return False
+        scope = next((s for i, s in enumerate(reversed(self.scopes))
+                      if node.id in s[1] and not (s[0] == "class" and i > 0)), None)
+        if scope is not None and scope[0] == "comprehension":
+            return False  # a loop's name: what it iterates is checked where it is written
+        key = (id(scope[2]) if scope else 0, node.id)
+        if key not in self._modules:
+            self._modules[key] = self._module_reached(node.id, scope)
+        return self._modules[key]
+
+    def _module_reached(self, name: str, scope) -> bool:
+        """Whether an import or a chain of plain aliases binds `name` (in `scope`, or the cells'
+        globals when None) to a module: every name on the way is read once."""
+        todo, seen = [name], {name}
+        while todo:
+            current = todo.pop()
+            if scope is not None:
+                trees = [scope[2]]
+            else:  # the statements binding a global; a def or class of that name binds no module
+                trees = [d.node for d in self.program.binds.get(current, [])
+                         if not (isinstance(d.node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                     ast.ClassDef)) and d.node.name == current)]
+            for tree in trees:
+                for source in self._read(tree, _module_sources).get(current, []):
+                    if isinstance(source, tuple):
+                        if _imports_module(*source):
+                            return True
+                    elif isinstance(source, ast.Name):
+                        local = scope is None or source.id in scope[1]  # else a global
+                        if local and source.id not in seen:
+                            seen.add(source.id)
+                            todo.append(source.id)
+                        elif not local and self.module_value_global(source.id):
+                            return True
+                    else:
+                        saved, self.scopes = self.scopes, [] if scope is None else self.scopes
+                        try:
+                            if self.module_value(source):
+                                return True
+                        finally:
+                            self.scopes = saved
+        return False
+
+    def module_value_global(self, name: str) -> bool:
+        saved, self.scopes = self.scopes, []
+        try:
+            return self.module_value(ast.Name(id=name, ctx=ast.Load()))
+        finally:
+            self.scopes = saved
 
     def _spelled(self, module: str, name: str) -> str:
         short = {"torch.nn.functional": "F", "torch.nn": "nn"}.get(module, module)

@@ -117,6 +117,8 @@ class _Program:
         """`from m import *` statements: whatever name no cell binds may come from one."""
         self.postponed: list[bool] = []
         """Per cell: `from __future__ import annotations` (its annotations stay text)."""
+        self._summaries: dict[str, dict] = {}
+        """name -> what `binds[name]` holds, in counts (`_note`)."""
         self.binds: dict[str, list[_Definition]] = {}
         """name -> the statements that bind it: all in the last learner cell that does (as a
         kernel holds it: a later cell rebinding a name replaces what an earlier one bound, and
@@ -139,7 +141,10 @@ class _Program:
                     found = self.binds.setdefault(name, [])
                     if found and found[-1].cell != i:  # an earlier learner cell's: replaced
                         found[:] = [d for d in found if cells[d.cell].get("label") == SETUP]
-                    found.append(_Definition(i, tree.body[k]))
+                        self._summaries.pop(name, None)
+                        for d in found:
+                            self._note(name, d)
+                    self._add(name, _Definition(i, tree.body[k]))
             if cells[i].get("label") == SETUP:
                 continue
             # A statement that changes what a learner's global holds (`SLOPE["pos"] = 1.0`,
@@ -155,22 +160,37 @@ class _Program:
                         if cells[d.cell].get("label") != SETUP and isinstance(d.node, ast.FunctionDef):
                             names |= {n for n in _changed_by(d.node) if self._value(n)}
                 for name in set(names):  # `ALIAS = ONE; ALIAS["v"] = 1.0` changes ONE
-                    names |= {d.node.value.id for d in self.binds.get(name, [])
-                              if isinstance(d.node, ast.Assign) and isinstance(d.node.value, ast.Name)}
+                    names |= self._summary(name)["aliases"]
                 for name in names:
-                    found = self.binds.get(name, [])
-                    if any(cells[d.cell].get("label") != SETUP
-                           and not isinstance(d.node, (ast.Import, ast.ImportFrom)) for d in found):
-                        found.append(_Definition(i, tree.body[k]))
+                    if self._summary(name)["learner"]:  # bound by the learner, not by an import
+                        self._add(name, _Definition(i, tree.body[k]))
+
+    def _add(self, name: str, definition: _Definition) -> None:
+        self.binds.setdefault(name, []).append(definition)
+        self._note(name, definition)
+
+    def _summary(self, name: str) -> dict:
+        return self._summaries.setdefault(name, {"assigned": 0, "defined": 0, "learner": 0,
+                                                 "aliases": set()})
+
+    def _note(self, name: str, definition: _Definition) -> None:
+        """Keep `_summary(name)` up to date with a statement added to `binds[name]` (kept as
+        the statements come: asking each new one about all the earlier ones was quadratic, 5,000
+        `len(g)` in a cell took 31 s)."""
+        summary, node = self._summary(name), definition.node
+        if self.cells[definition.cell].get("label") != SETUP:
+            summary["assigned"] += isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+            summary["defined"] += isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                    ast.ClassDef, ast.Import, ast.ImportFrom))
+            summary["learner"] += not isinstance(node, (ast.Import, ast.ImportFrom))
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name):
+            summary["aliases"].add(node.value.id)
 
     def _value(self, name: str) -> bool:
         """Whether the learner binds `name` to a value by assignment, and never by a def, a class
         or an import."""
-        learner = [d.node for d in self.binds.get(name, [])
-                   if self.cells[d.cell].get("label") != SETUP]
-        return any(isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)) for n in learner) \
-            and not any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                       ast.Import, ast.ImportFrom)) for n in learner)
+        summary = self._summary(name)
+        return bool(summary["assigned"]) and not summary["defined"]
 
 
 def _depth(node: ast.AST) -> int:
@@ -281,6 +301,25 @@ def _returns(tree: ast.AST) -> dict[str, list[ast.expr]]:
         lambdas = [v.body for v in values if isinstance(v, ast.Lambda)]
         if lambdas:
             out.setdefault(name, []).extend(lambdas)
+    return out
+
+
+def _module_sources(tree: ast.AST) -> dict[str, list]:
+    """name -> what in `tree` may bind it to a module: an import (its `ast.alias`, with the
+    statement's module for `from M import X`) or the value of a plain alias (`name = X`,
+    `name = X.y`). From one walk of `tree`."""
+    out: dict[str, list] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            for a in n.names:
+                out.setdefault((a.asname or a.name).split(".")[0], []).append((None, a))
+        elif isinstance(n, ast.ImportFrom) and n.module != "__future__":
+            for a in n.names:
+                if a.name != "*":
+                    out.setdefault(a.asname or a.name, []).append((n.module or "", a))
+        elif isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                and isinstance(n.value, (ast.Name, ast.Attribute)):
+            out.setdefault(n.targets[0].id, []).append(n.value)
     return out
 
 
