@@ -135,6 +135,8 @@ FORWARD_KERNELS = frozenset({
 })
 """The library's activations and losses, forward only (never a `*_backward` kernel): allowed where the
 exercise is the gradient or the update, not the activation (02)."""
+LOSSES = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"})
+"""The library's losses among them (their Python names are their operators' names)."""
 
 
 @dataclass(frozen=True)
@@ -212,15 +214,20 @@ ASSIGNMENTS: dict[str, Assignment] = {a.id: a for a in [
     Assignment(
         "03_chain_rule", "chain_rule.ipynb",
         ("mse_loss", "mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
-        banned=_all(("mse_loss", "mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
-                    AUTOGRAD),
+        banned=_all(("mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"), AUTOGRAD)
+        | {"mse_loss": AUTOGRAD | LOSSES},
         # the gradients are the exercise: products and the library's forward kernels (torch.relu,
-        # F.mse_loss in a forward pass) are fine, autograd and every *_backward kernel are not
-        allowed=_all(("mse_loss", "mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
-                     BY_HAND | PRODUCTS | FORWARD_KERNELS),
+        # F.mse_loss in a forward pass) are fine, autograd and every *_backward kernel are not;
+        # in mse_loss, the loss itself, neither are the library's losses (huber and smooth L1 with
+        # a large threshold are half the squared error)
+        allowed=_all(("mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
+                     BY_HAND | PRODUCTS | FORWARD_KERNELS)
+        | {"mse_loss": BY_HAND | PRODUCTS | (FORWARD_KERNELS - LOSSES)},
         banned_reason=dict.fromkeys(
-            ("mse_loss", "mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
-            "write the formula yourself (the chain rule, by hand: no autograd)"),
+            ("mse_loss_grad", "linear_backward", "relu_backward", "mlp_backward"),
+            "write the formula yourself (the chain rule, by hand: no autograd)")
+        | {"mse_loss": "write the formula yourself (the mean of the squared differences, by hand: "
+                       "not the library's losses, no autograd)"},
         # autograd with a given output gradient (backward(grad_out), autograd.grad(y, x, g), as
         # the stand-ins and the hidden tests run) imports torch's symbolic shapes and sympy on
         # first use: 0.4 s in each such child otherwise

@@ -23,6 +23,12 @@ MODULE_VALUE = ("a module used as a value: passed, stored or returned, it reache
                 "as torch.zeros(...)")
 
 
+SELF_MATCHING = ("bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set",
+                 "str", "tuple")
+"""Python's types whose one positional class pattern matches the subject itself (`case int(n)`),
+reading no attribute (`__match_args__` of others are fixed too; a learner's class sets its own)."""
+
+
 class _Intricate(Exception):
     """The check read MAX_STEPS steps of a function's code and stopped."""
 
@@ -96,6 +102,10 @@ class _Checker(_Names):
             except _Intricate:
                 self.refuse(d.node, f"code the check cannot read in {MAX_STEPS} steps (names bound "
                                     f"from names, over and over: write it plainly)")
+                break
+            except RecursionError:  # names bound from names deeper than Python's own stack
+                self.refuse(d.node, "code the check cannot read: names bound from names, more "
+                                    "levels deep than the check follows (write it plainly)")
                 break
         return sorted(self.found.values(), key=lambda r: (r.cell != self.labels[0], r.cell, r.line))
 
@@ -281,6 +291,14 @@ class _Checker(_Names):
             self.visit(subject if subject is not None else part)
 
     def visit_MatchClass(self, node) -> None:
+        # `case C(v)` reads the attribute C.__match_args__ names: fixed for a class of Python's
+        # or of a module (`case torch.Size([n, k])`), any name for a class of one's own
+        library = isinstance(node.cls, ast.Attribute) and self.module_of(node.cls.value) is not None
+        if node.patterns and not library and not any(
+                self._is_builtin(node.cls, name) for name in SELF_MATCHING):
+            self.refuse(node, "a class pattern's positional part (`case C(v)`: it reads the "
+                              "attributes C.__match_args__ names, any name for a class of your "
+                              "own, getattr by a string); write keyword patterns, `case C(x=v)`")
         self.visit(node.cls)
         for pattern in (*node.patterns, *node.kwd_patterns):
             self.visit(pattern)

@@ -117,6 +117,8 @@ class _Program:
         """`from m import *` statements: whatever name no cell binds may come from one."""
         self.postponed: list[bool] = []
         """Per cell: `from __future__ import annotations` (its annotations stay text)."""
+        self._changed: dict[int, set[str]] = {}
+        """_changed_by of each learner function called for its effect, by its node."""
         self._summaries: dict[str, dict] = {}
         """name -> what `binds[name]` holds, in counts (`_note`)."""
         self.binds: dict[str, list[_Definition]] = {}
@@ -158,7 +160,9 @@ class _Program:
                 for name in called:  # a function of the learner's, called for what it changes
                     for d in self.binds.get(name, []):
                         if cells[d.cell].get("label") != SETUP and isinstance(d.node, ast.FunctionDef):
-                            names |= {n for n in _changed_by(d.node) if self._value(n)}
+                            if id(d.node) not in self._changed:  # read once, however often called
+                                self._changed[id(d.node)] = _changed_by(d.node)
+                            names |= {n for n in self._changed[id(d.node)] if self._value(n)}
                 for name in set(names):  # `ALIAS = ONE; ALIAS["v"] = 1.0` changes ONE
                     names |= self._summary(name)["aliases"]
                 for name in names:
