@@ -31,6 +31,7 @@ import atexit
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -187,6 +188,28 @@ def uid() -> int:
     return 200000 + os.getpid() % 100000  # a uid of its own: no other process shares its limits
 
 
+KERNELS_PREFIX = "autograder-kernels-"
+"""The kernels' socket folder: KERNELS_PREFIX, the grader's pid, "-", a random part."""
+
+
+def _remove_orphaned_kernel_folders() -> None:
+    """Remove the kernels' folders (with their connection files) of graders that are gone: one
+    killed (kill -9) runs no clean-up of its own. Only folders this user owns, named after a pid
+    no process has now."""
+    root = Path(tempfile.gettempdir())
+    for path in root.glob(f"{KERNELS_PREFIX}*-*"):
+        pid = path.name[len(KERNELS_PREFIX):].partition("-")[0]
+        try:
+            found = path.lstat()
+            if not pid.isdigit() or found.st_uid != os.geteuid() or not stat.S_ISDIR(found.st_mode):
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:  # alive (another user's process), or unreadable: left alone
+            continue
+
+
 class Jail:
     """One jailed fork server (started lazily, restarted when it dies)."""
 
@@ -288,7 +311,8 @@ class Jail:
         """A folder bound into the jail at its own path, for the socket folders of the notebook
         kernels the server forks (made once; a server started without it is restarted)."""
         if self._kernels is None:
-            self._kernels = tempfile.mkdtemp(prefix="autograder-kernels-")
+            _remove_orphaned_kernel_folders()
+            self._kernels = tempfile.mkdtemp(prefix=f"{KERNELS_PREFIX}{os.getpid()}-")
             os.chmod(self._kernels, 0o755)  # the jail's uid reaches only its kernel's folder
             atexit.register(self.close)
             self.stop()

@@ -306,3 +306,32 @@ def test_the_jail_holds_no_more_memory_than_its_limit(monkeypatch):
             assert own.memory.usage() < before + (64 << 20), (own.memory.usage(), before)
     finally:
         own.close()
+
+
+def test_a_kernel_folder_left_by_a_grader_that_died_is_removed_by_the_next(tmp_path, monkeypatch):
+    """The jailed kernels' socket folder (and the connection file in it) is removed when its
+    grader closes; one killed (kill -9) cannot: the next grader removes the folders of graders
+    no longer alive, and only those (each folder is named after its grader's pid)."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+    from autograder.jail.jailer import Jail
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = tmp_path / f"autograder-kernels-{dead.pid}-abc"
+    (left / "kernel-x").mkdir(parents=True)
+    (left / "kernel-x" / "kernel.json").write_text("{}")
+    alive = subprocess.Popen(["sleep", "60"])
+    kept = tmp_path / f"autograder-kernels-{alive.pid}-def"
+    kept.mkdir()
+    try:
+        own = Jail(jailed=False)
+        folder = Path(own.kernel_folder())
+        assert folder.name.startswith(f"autograder-kernels-{os.getpid()}-")
+        assert not left.exists() and kept.exists()
+        own.close()
+        assert not folder.exists()
+    finally:
+        alive.kill()
+        alive.wait()
