@@ -179,6 +179,7 @@ class _Names:
         return False
 
     def module_value_global(self, name: str) -> bool:
+        """module_value of the cells' global `name`, whatever scope the walk is in."""
         saved, self.scopes = self.scopes, []
         try:
             return self.module_value(ast.Name(id=name, ctx=ast.Load()))
