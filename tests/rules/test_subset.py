@@ -666,3 +666,14 @@ def test_the_loss_exercise_may_not_call_the_librarys_losses(loss):
     assert found, loss
     assert refused("def mlp_backward(x, y, W1, b1, W2, b2):\n    L = F.mse_loss(x, y)\n    return {}",
                    "mlp_backward", "03_chain_rule") == []
+
+
+def test_many_star_imports_and_unbound_names_check_in_linear_time():
+    """13,000 `from a import *` and 20,000 reads of a name no cell binds: each read listed and
+    queued every star import again (35 s in the grader's own process; red-team probe,
+    2026-12-08). They are listed once per check, and queued at the first such read."""
+    import time
+    added = ";".join(["from a import*"] * 13000)
+    started = time.monotonic()
+    assert refused("def matmul(A, B):\n    return (" + "q," * 20000 + ")", added=added)
+    assert time.monotonic() - started < 5

@@ -53,6 +53,8 @@ class _Checker(_Names):
         self._receivers: set[int] = set()
         """Expressions whose value is only a receiver (`torch` of `torch.zeros`) or the value of a
         plain alias (`T = torch`): there a module is not used as a value."""
+        self._stars: list[_Definition] | None = None
+        """The learner's `from m import *` statements, once a read needs them."""
         self._by_name: dict[str, list[_Definition]] = {}
         """Per global name read: the setup's statements binding it (the learner's are queued
         at the first read: a name 5,000 statements change is not looked through at each read)."""
@@ -122,10 +124,11 @@ class _Checker(_Names):
         if not definitions:
             if name in BUILTINS or name in EXCEPTIONS or (self.rules.classes and name in CLASS_BUILTINS):
                 return
-            stars = [d for d in self.program.stars if self.labels[d.cell] != SETUP]
-            if stars:
-                for d in stars:  # refused where it stands, as the place the name comes from
+            if self._stars is None:  # listed once per check, queued at the first such read
+                self._stars = [d for d in self.program.stars if self.labels[d.cell] != SETUP]
+                for d in self._stars:  # refused where it stands, as the place the name comes from
                     self.visit_statement(d)
+            if self._stars:
                 return
             if name in REFLECTION:
                 self.refuse(node, f"{name} ({REFLECTION[name]})")
