@@ -406,11 +406,7 @@ class _Checker(_Names):
         storing = isinstance(node.ctx, (ast.Store, ast.Del))
         if module is not None:
             if module not in MODULES:
-                root = node.value
-                while isinstance(root, ast.Attribute):
-                    root = root.value
-                self._receivers.add(id(root))
-                self.visit(root)  # refused where it is imported (or used, for the setup's)
+                self._visit_root(node)  # refused where it is imported (or used, for the setup's)
                 return
             if storing:
                 self.refuse(node, f"assigns {self._spelled(module, attr)} (changing a module: "
@@ -419,15 +415,20 @@ class _Checker(_Names):
             why = _module_attribute(module, attr, self.rules, self.lenient)
             if why:
                 self.refuse(node, f"{self._spelled(module, attr)} ({why})")
-            root = node.value
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            self._receivers.add(id(root))
-            self.visit(root)  # the import that binds the module: read, and run, with the rest
+            self._visit_root(node)  # the import that binds the module: read, and run, with the rest
             return
         self._receivers.add(id(node.value))
         self.visit(node.value)
         self.check_attribute(node)
+
+    def _visit_root(self, node: ast.Attribute) -> None:
+        """Visit the name a chain of attributes starts from (`torch` of `torch.nn.functional.relu`),
+        as a receiver: there a module is not used as a value."""
+        root = node.value
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        self._receivers.add(id(root))
+        self.visit(root)
 
     def check_attribute(self, node: ast.Attribute) -> None:
         """An attribute of a value (not of a module): allowed, or refused with why."""

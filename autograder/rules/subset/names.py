@@ -98,12 +98,16 @@ class _Names:
         return self._global[key]
 
     def is_local(self, name: str) -> bool:
-        for i, (kind, names, _) in enumerate(reversed(self.scopes)):
-            if kind == "class" and i > 0:
+        return self._scope_of(name) is not None
+
+    def _scope_of(self, name: str) -> tuple | None:
+        """The innermost scope (kind, names, node) that holds `name`, None for a global."""
+        for i, scope in enumerate(reversed(self.scopes)):
+            if scope[0] == "class" and i > 0:
                 continue  # a class body's names are not visible in its methods
-            if name in names:
-                return True
-        return False
+            if name in scope[1]:
+                return scope
+        return None
 
     def _is_builtin(self, node, name: str) -> bool:
         """Whether `node` is Python's own `name` (not a local or a global the learner bound)."""
@@ -136,8 +140,7 @@ class _Names:
             return self.module_of(node) is not None or self.torch_module_of(node) is not None
         if not isinstance(node, ast.Name):
             return False
-        scope = next((s for i, s in enumerate(reversed(self.scopes))
-                      if node.id in s[1] and not (s[0] == "class" and i > 0)), None)
+        scope = self._scope_of(node.id)
         if scope is not None and scope[0] == "comprehension":
             return False  # a loop's name: what it iterates is checked where it is written
         key = (id(scope[2]) if scope else 0, node.id)
